@@ -1,0 +1,130 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"time"
+
+	"sharebench/cluster"
+	"sharebench/policy"
+	"sharebench/profile"
+	"sharebench/sim"
+	"sharebench/trace"
+)
+
+// SimSpec describes one simulation run.
+type SimSpec struct {
+	// Jobs is the trace; TraceName labels it in outputs and errors.
+	Jobs      []trace.Job
+	TraceName string
+	Shape     cluster.Shape
+	// Policy is a registry key, a key with JSON arguments, or an alias.
+	Policy      string
+	Profile     *profile.Table
+	ProfileName string
+	ModelMap    *profile.ModelMap
+	Interval    time.Duration
+	// DropOversized drops jobs larger than the cluster instead of failing.
+	DropOversized bool
+	RestartCost   bool
+	Seed          uint64
+	Labels        map[string]string
+}
+
+// Simulate runs spec. When out is not empty it writes the run directory there atomically,
+// including the decision log when decisions is set.
+func Simulate(ctx context.Context, spec SimSpec, out string, decisions bool) (*sim.Result, error) {
+	p, err := policy.Builtin().New(spec.Policy)
+	if err != nil {
+		return nil, err
+	}
+	if spec.Profile != nil {
+		known := spec.Profile.ModelNames()
+		jobs := spec.Jobs
+		if spec.ModelMap != nil {
+			jobs = mapped(jobs, spec.ModelMap)
+		}
+		if err := trace.CheckModels(jobs, spec.TraceName, known); err != nil {
+			return nil, fmt.Errorf("%w (use --model-map to map trace models onto the profile)", err)
+		}
+	}
+	jobs, dropped, err := trace.DropOversized(spec.Jobs, spec.TraceName, spec.Shape.GPUs(), spec.DropOversized)
+	if err != nil {
+		return nil, fmt.Errorf("%w (the cluster has %d GPUs; --drop-oversized drops such jobs)", err, spec.Shape.GPUs())
+	}
+	cfg := sim.Config{Shape: spec.Shape, Interval: spec.Interval, RestartCost: spec.RestartCost,
+		ModelMap: spec.ModelMap, TraceName: spec.TraceName}
+	var dir *sim.RunDir
+	var obs sim.Observer
+	var flush func() error
+	var logFile io.WriteCloser
+	if out != "" {
+		if dir, err = sim.CreateRunDir(out); err != nil {
+			return nil, err
+		}
+		defer func() {
+			if dir != nil {
+				dir.Abort()
+			}
+		}()
+		if decisions {
+			f, err := createFile(dir.Path(sim.DecisionsFile))
+			if err != nil {
+				return nil, err
+			}
+			logFile = f
+			defer logFile.Close()
+			obs, flush = sim.JSONLWriter(f)
+		}
+	}
+	res, err := sim.Run(ctx, cfg, jobs, p, spec.Profile, obs)
+	if err != nil {
+		return nil, err
+	}
+	s := &res.Summary
+	s.Policy = spec.Policy
+	if key, args, err := policy.Builtin().Resolve(spec.Policy); err == nil {
+		s.PolicySpec = key + string(args)
+	}
+	s.Seed = spec.Seed
+	s.DroppedJobs = dropped
+	if dropped > 0 {
+		s.Notes = append([]string{fmt.Sprintf("%d jobs asked for more than the cluster's %d GPUs and were dropped", dropped, spec.Shape.GPUs())}, s.Notes...)
+	}
+	if spec.Profile != nil {
+		s.Profile = filepath.Base(spec.ProfileName)
+		s.ProfileSource = spec.Profile.Source
+	}
+	s.Labels = spec.Labels
+	if dir == nil {
+		return res, nil
+	}
+	if flush != nil {
+		if err := flush(); err != nil {
+			return nil, fmt.Errorf("output: %s: %w", sim.DecisionsFile, err)
+		}
+		if err := logFile.Close(); err != nil {
+			return nil, fmt.Errorf("output: %s: %w", sim.DecisionsFile, err)
+		}
+	}
+	if err := dir.WriteResult(res); err != nil {
+		return nil, err
+	}
+	if err := dir.Commit(); err != nil {
+		return nil, err
+	}
+	dir = nil
+	return res, nil
+}
+
+// mapped returns the jobs with their models renamed through the model map, for validation.
+func mapped(jobs []trace.Job, m *profile.ModelMap) []trace.Job {
+	out := make([]trace.Job, len(jobs))
+	for i, j := range jobs {
+		j.Model, _ = m.Resolve(j.Model, j.Batch)
+		out[i] = j
+	}
+	return out
+}

@@ -1,0 +1,285 @@
+package cluster
+
+import (
+	"fmt"
+	"slices"
+
+	"sharebench/trace"
+)
+
+// GPUID names a GPU by node and index within the node.
+type GPUID struct{ Node, Index int }
+
+// String formats the GPU as "node-index", the authors' gpu_id form.
+func (g GPUID) String() string { return fmt.Sprintf("%d-%d", g.Node, g.Index) }
+
+// Cluster tracks the jobs on every GPU. GPUs are addressed by a flat index
+// g = node*GPUsPerNode + index, so that (node, index) order is index order.
+//
+// Changes made after Mark can be undone with Rollback; policies use this to place tentatively
+// on the engine's cluster without copying it.
+type Cluster struct {
+	shape Shape
+	occ   []trace.JobID // MaxShare slots per GPU, residents sorted by job ID
+	cnt   []int32       // residents per GPU
+	free  []int64       // free memory per GPU
+
+	nodeJobs []int32 // distinct jobs per node
+	nodeIdle []int32 // GPUs with no job, per node
+	nodeOpen []int32 // GPUs with room for another job, per node
+	idle     int
+	open     int
+	shared   int // GPUs with two or more jobs
+
+	allocs  map[trace.JobID]*alloc
+	undo    []change
+	marks   int
+	version uint64
+}
+
+type alloc struct {
+	gpus []int
+	mem  int64
+}
+
+type change struct {
+	place bool // true: undo a Place by releasing; false: undo a Release by placing again
+	job   trace.JobID
+	a     *alloc
+}
+
+// New returns an empty cluster of the given shape. It panics on an invalid shape; callers
+// validate user input with Shape.Validate first.
+func New(s Shape) *Cluster {
+	if err := s.Validate(); err != nil {
+		panic(err)
+	}
+	n := s.GPUs()
+	c := &Cluster{
+		shape:    s,
+		occ:      make([]trace.JobID, n*s.MaxShare),
+		cnt:      make([]int32, n),
+		free:     make([]int64, n),
+		nodeJobs: make([]int32, s.Nodes),
+		nodeIdle: make([]int32, s.Nodes),
+		nodeOpen: make([]int32, s.Nodes),
+		idle:     n,
+		open:     n,
+		allocs:   make(map[trace.JobID]*alloc),
+	}
+	for g := range c.free {
+		c.free[g] = s.GPUMemBytes
+	}
+	for i := range s.Nodes {
+		c.nodeIdle[i] = int32(s.GPUsPerNode)
+		c.nodeOpen[i] = int32(s.GPUsPerNode)
+	}
+	return c
+}
+
+// Shape returns the cluster's shape.
+func (c *Cluster) Shape() Shape { return c.shape }
+
+// NumGPUs returns the number of GPUs.
+func (c *Cluster) NumGPUs() int { return len(c.cnt) }
+
+// ID returns the (node, index) name of flat GPU g.
+func (c *Cluster) ID(g int) GPUID { return GPUID{g / c.shape.GPUsPerNode, g % c.shape.GPUsPerNode} }
+
+// Node returns the node of flat GPU g.
+func (c *Cluster) Node(g int) int { return g / c.shape.GPUsPerNode }
+
+// Count returns the number of jobs on GPU g.
+func (c *Cluster) Count(g int) int { return int(c.cnt[g]) }
+
+// Jobs returns the jobs on GPU g, sorted by ID. The slice is only valid until the next change.
+func (c *Cluster) Jobs(g int) []trace.JobID {
+	k := g * c.shape.MaxShare
+	return c.occ[k : k+int(c.cnt[g])]
+}
+
+// FreeMem returns the free memory of GPU g in bytes.
+func (c *Cluster) FreeMem(g int) int64 { return c.free[g] }
+
+// Workload returns the number of distinct jobs on a node (the authors' node.workload).
+func (c *Cluster) Workload(node int) int { return int(c.nodeJobs[node]) }
+
+// NodeIdle returns the number of GPUs without jobs on a node.
+func (c *Cluster) NodeIdle(node int) int { return int(c.nodeIdle[node]) }
+
+// NodeOpen returns the number of GPUs on a node that can take another job.
+func (c *Cluster) NodeOpen(node int) int { return int(c.nodeOpen[node]) }
+
+// Idle returns the number of GPUs without jobs.
+func (c *Cluster) Idle() int { return c.idle }
+
+// Open returns the number of GPUs that can take another job (fewer than MaxShare residents).
+func (c *Cluster) Open() int { return c.open }
+
+// Shared returns the number of GPUs holding two or more jobs.
+func (c *Cluster) Shared() int { return c.shared }
+
+// Version changes whenever the occupancy changes, so callers can cache derived views.
+func (c *Cluster) Version() uint64 { return c.version }
+
+// Placed returns the GPUs and per-GPU memory of job j.
+func (c *Cluster) Placed(j trace.JobID) (gpus []int, mem int64, ok bool) {
+	a, ok := c.allocs[j]
+	if !ok {
+		return nil, 0, false
+	}
+	return a.gpus, a.mem, true
+}
+
+// CanPlace reports why job j could not be placed on gpus with mem bytes per GPU, or nil.
+func (c *Cluster) CanPlace(j trace.JobID, gpus []int, mem int64) error {
+	if _, dup := c.allocs[j]; dup {
+		return fmt.Errorf("job %d is already placed", j)
+	}
+	if len(gpus) == 0 {
+		return fmt.Errorf("job %d: empty placement", j)
+	}
+	if mem < 0 {
+		return fmt.Errorf("job %d: negative memory", j)
+	}
+	for i, g := range gpus {
+		if g < 0 || g >= len(c.cnt) {
+			return fmt.Errorf("job %d: GPU index %d out of range", j, g)
+		}
+		if slices.Contains(gpus[:i], g) {
+			return fmt.Errorf("job %d: GPU %s listed twice", j, c.ID(g))
+		}
+		if int(c.cnt[g]) >= c.shape.MaxShare {
+			return fmt.Errorf("job %d: GPU %s already holds %d jobs (max %d)", j, c.ID(g), c.cnt[g], c.shape.MaxShare)
+		}
+		if c.free[g] < mem {
+			return fmt.Errorf("job %d: GPU %s has %d bytes free, needs %d", j, c.ID(g), c.free[g], mem)
+		}
+	}
+	return nil
+}
+
+// Place puts job j on gpus, taking mem bytes on each. It returns an error, changing nothing,
+// when the placement is illegal.
+func (c *Cluster) Place(j trace.JobID, gpus []int, mem int64) error {
+	if err := c.CanPlace(j, gpus, mem); err != nil {
+		return err
+	}
+	a := &alloc{gpus: slices.Clone(gpus), mem: mem}
+	slices.Sort(a.gpus)
+	c.place(j, a)
+	if c.marks > 0 {
+		c.undo = append(c.undo, change{place: true, job: j})
+	}
+	return nil
+}
+
+func (c *Cluster) place(j trace.JobID, a *alloc) {
+	ms := c.shape.MaxShare
+	lastNode := -1
+	for _, g := range a.gpus {
+		n := c.Node(g)
+		if n != lastNode {
+			c.nodeJobs[n]++
+			lastNode = n
+		}
+		k := int(c.cnt[g])
+		slots := c.occ[g*ms : g*ms+k+1]
+		i := k
+		for i > 0 && slots[i-1] > j {
+			slots[i] = slots[i-1]
+			i--
+		}
+		slots[i] = j
+		c.cnt[g]++
+		c.free[g] -= a.mem
+		if k == 0 {
+			c.idle--
+			c.nodeIdle[n]--
+		}
+		if k == 1 {
+			c.shared++
+		}
+		if k+1 == ms {
+			c.open--
+			c.nodeOpen[n]--
+		}
+	}
+	c.allocs[j] = a
+	c.version++
+}
+
+// Release removes job j from its GPUs.
+func (c *Cluster) Release(j trace.JobID) error {
+	a, ok := c.allocs[j]
+	if !ok {
+		return fmt.Errorf("job %d is not placed", j)
+	}
+	c.release(j, a)
+	if c.marks > 0 {
+		c.undo = append(c.undo, change{place: false, job: j, a: a})
+	}
+	return nil
+}
+
+func (c *Cluster) release(j trace.JobID, a *alloc) {
+	ms := c.shape.MaxShare
+	lastNode := -1
+	for _, g := range a.gpus {
+		n := c.Node(g)
+		if n != lastNode {
+			c.nodeJobs[n]--
+			lastNode = n
+		}
+		k := int(c.cnt[g])
+		slots := c.occ[g*ms : g*ms+k]
+		i := slices.Index(slots, j)
+		if i < 0 {
+			panic(fmt.Sprintf("cluster: job %d missing from GPU %s", j, c.ID(g)))
+		}
+		copy(slots[i:], slots[i+1:])
+		c.cnt[g]--
+		c.free[g] += a.mem
+		if k == ms {
+			c.open++
+			c.nodeOpen[n]++
+		}
+		if k == 1 {
+			c.idle++
+			c.nodeIdle[n]++
+		}
+		if k == 2 {
+			c.shared--
+		}
+	}
+	delete(c.allocs, j)
+	c.version++
+}
+
+// Mark starts recording changes and returns a checkpoint for Rollback. Marks nest.
+func (c *Cluster) Mark() int {
+	c.marks++
+	return len(c.undo)
+}
+
+// Rollback undoes every change made since the checkpoint and ends that mark.
+func (c *Cluster) Rollback(mark int) {
+	for i := len(c.undo) - 1; i >= mark; i-- {
+		ch := c.undo[i]
+		if ch.place {
+			c.release(ch.job, c.allocs[ch.job])
+		} else {
+			c.place(ch.job, ch.a)
+		}
+	}
+	c.undo = c.undo[:mark]
+	c.marks--
+}
+
+// Commit keeps the changes made since the checkpoint and ends that mark.
+func (c *Cluster) Commit(mark int) {
+	c.marks--
+	if c.marks == 0 {
+		c.undo = c.undo[:0]
+	}
+}

@@ -1,0 +1,492 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"maps"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"sharebench/profile"
+	"sharebench/trace"
+)
+
+// traceDataEnv names the environment variable that points at the shared data directory, the
+// one holding traces/pollux-philly-jobs/philly.csv.
+const traceDataEnv = "SHAREBENCH_DATA"
+
+// tracePhillyRel is the Philly job table's path below the shared data directory.
+const tracePhillyRel = "traces/pollux-philly-jobs/philly.csv"
+
+// cmdTrace dispatches "sharebench trace <verb>".
+func cmdTrace(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	verbs := []command{
+		{"convert", "read a trace in any known format and write it as canonical CSV", traceConvert},
+		{"validate", "read a trace, report errors and a summary (GPU demand, arrivals, load)", traceValidate},
+		{"gen", "generate a trace with Poisson arrivals at a given load from the Philly job table", traceGen},
+	}
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprintln(stdout, "usage: sharebench trace <verb> [flags]")
+		fmt.Fprintln(stdout)
+		for _, v := range verbs {
+			fmt.Fprintf(stdout, "  %-9s %s\n", v.name, v.brief)
+		}
+		fmt.Fprintln(stdout)
+		fmt.Fprintln(stdout, "Formats: canonical, muri, tiresias, philly (see docs/trace-formats.md).")
+		if len(args) == 0 {
+			return fmt.Errorf("trace: no verb given")
+		}
+		return nil
+	}
+	for _, v := range verbs {
+		if v.name == args[0] {
+			return v.run(ctx, args[1:], stdout, stderr)
+		}
+	}
+	return fmt.Errorf("trace: unknown verb %q (run \"sharebench trace help\")", args[0])
+}
+
+// errTraceHelp reports that -h printed the usage; the verb then succeeds.
+var errTraceHelp = errors.New("help shown")
+
+// traceFlags returns the FlagSet of one trace verb: errors are returned, not fatal, and the
+// usage text goes to stderr.
+func traceFlags(verb, synopsis, about string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("trace "+verb, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: sharebench trace %s %s\n\n%s\n\nflags:\n", verb, synopsis, about)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// traceParse parses args into fs. It returns errTraceHelp after -h, and errUsageShown (the
+// flag package has printed the problem and the usage) on a bad flag.
+func traceParse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return errTraceHelp
+		}
+		return fmt.Errorf("%s: %w", fs.Name(), errUsageShown)
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%s: unexpected argument %q", fs.Name(), fs.Arg(0))
+	}
+	return nil
+}
+
+// traceReadFlags are the flags shared by the verbs that read a trace.
+type traceReadFlags struct {
+	in, format  *string
+	seed        *uint64
+	skipInvalid *bool
+}
+
+// addTraceReadFlags defines --in, --format, --seed and --skip-invalid on fs.
+func addTraceReadFlags(fs *flag.FlagSet) traceReadFlags {
+	return traceReadFlags{
+		in:          fs.String("in", "", "input trace `file` (required)"),
+		format:      fs.String("format", "auto", "input format: auto (by header), canonical, muri, tiresias, philly"),
+		seed:        fs.Uint64("seed", 0, "seed of the Philly table's model mapping"),
+		skipInvalid: fs.Bool("skip-invalid", false, "skip Philly rows with a non-positive duration or GPU count instead of failing"),
+	}
+}
+
+// read reads the trace named by the flags. It returns the jobs in (Submit, ID) order, the
+// format read and the number of skipped rows.
+func (f traceReadFlags) read(verb string) ([]trace.Job, trace.Format, int, error) {
+	if *f.in == "" {
+		return nil, 0, 0, fmt.Errorf("trace %s: --in is required", verb)
+	}
+	format, err := trace.ParseFormat(*f.format)
+	if err != nil {
+		return nil, 0, 0, fmt.Errorf("trace %s: --format: %w", verb, err)
+	}
+	fh, err := os.Open(*f.in)
+	if err != nil {
+		return nil, 0, 0, fmt.Errorf("trace %s: %w", verb, err)
+	}
+	defer fh.Close()
+	r := trace.NewReader(fh, *f.in, format, trace.Options{Seed: *f.seed, SkipInvalid: *f.skipInvalid})
+	var jobs []trace.Job
+	for r.Scan() {
+		jobs = append(jobs, r.Job())
+	}
+	if err := r.Err(); err != nil {
+		return nil, 0, 0, err
+	}
+	trace.Sort(jobs)
+	return jobs, r.Format(), r.Skipped(), nil
+}
+
+// traceConvert implements "sharebench trace convert".
+func traceConvert(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := traceFlags("convert", "--in FILE [--format auto] [--seed N] --out FILE",
+		"Reads a trace and writes it as canonical CSV (job_id,submit_s,num_gpu,model,batch_size,\n"+
+			"iterations[,iteration_time_s]), sorted by submit time and job id. The output file is\n"+
+			"replaced atomically; --out - writes to standard output.", stderr)
+	rf := addTraceReadFlags(fs)
+	out := fs.String("out", "", "output `file`, or - for standard output (required)")
+	if err := traceParse(fs, args); err != nil {
+		return traceHelpOK(err)
+	}
+	if *out == "" {
+		return fmt.Errorf("trace convert: --out is required")
+	}
+	jobs, _, skipped, err := rf.read("convert")
+	if err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("trace convert: %w", err)
+	}
+	msg := stdout
+	if *out == "-" {
+		msg = stderr // keep standard output for the trace
+	}
+	if err := traceWriteFile(*out, jobs, stdout); err != nil {
+		return fmt.Errorf("trace convert: %w", err)
+	}
+	if skipped > 0 {
+		fmt.Fprintf(msg, "skipped %d invalid rows\n", skipped)
+	}
+	fmt.Fprintf(msg, "wrote %d jobs to %s\n", len(jobs), *out)
+	return nil
+}
+
+// traceValidate implements "sharebench trace validate".
+func traceValidate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := traceFlags("validate", "--in FILE [--format auto] [--cluster NODESxGPUS]",
+		"Reads a trace and reports the job count, the GPU-demand histogram, the models, the arrival\n"+
+			"span, the total GPU-hours and, with --cluster, the offered load on that cluster. Any\n"+
+			"malformed row, or with --cluster any job larger than the cluster, is an error.", stderr)
+	rf := addTraceReadFlags(fs)
+	clusterFlag := fs.String("cluster", "", "cluster as `NODESxGPUS`, e.g. 4x8, for the offered load and the size check")
+	if err := traceParse(fs, args); err != nil {
+		return traceHelpOK(err)
+	}
+	clusterGPUs := 0
+	if *clusterFlag != "" {
+		nodes, perNode, err := traceParseCluster(*clusterFlag)
+		if err != nil {
+			return fmt.Errorf("trace validate: %w", err)
+		}
+		clusterGPUs = nodes * perNode
+	}
+	jobs, format, skipped, err := rf.read("validate")
+	if err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("trace validate: %w", err)
+	}
+	s := traceSummarize(jobs)
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "file\t%s\n", *rf.in)
+	fmt.Fprintf(tw, "format\t%s\n", format)
+	fmt.Fprintf(tw, "jobs\t%d\n", len(jobs))
+	if skipped > 0 {
+		fmt.Fprintf(tw, "skipped\t%d invalid rows\n", skipped)
+	}
+	fmt.Fprintf(tw, "models\t%s\n", traceCounts(s.models))
+	fmt.Fprintf(tw, "arrivals\t%s … %s (span %s)\n", traceSeconds(s.first), traceSeconds(s.last), traceSeconds(s.last-s.first))
+	fmt.Fprintf(tw, "GPU-hours\t%.2f (%d of %d jobs have an iteration time)\n", s.gpuSeconds/3600, s.timed, len(jobs))
+	if clusterGPUs > 0 {
+		switch {
+		case s.last == s.first:
+			fmt.Fprintf(tw, "load\tn/a on %s: all jobs arrive at once\n", *clusterFlag)
+		default:
+			load := s.gpuSeconds / (float64(clusterGPUs) * (s.last - s.first).Seconds())
+			fmt.Fprintf(tw, "load\t%.4f on %s (%d GPUs): GPU-seconds ÷ (GPUs × arrival span)\n", load, *clusterFlag, clusterGPUs)
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return fmt.Errorf("trace validate: %w", err)
+	}
+	fmt.Fprintln(stdout)
+	tw = tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "GPUs\tjobs\tshare\t\n")
+	for _, g := range slices.Sorted(maps.Keys(s.gpus)) {
+		fmt.Fprintf(tw, "%d\t%d\t%.1f%%\t\n", g, s.gpus[g], 100*float64(s.gpus[g])/float64(len(jobs)))
+	}
+	if err := tw.Flush(); err != nil {
+		return fmt.Errorf("trace validate: %w", err)
+	}
+	if clusterGPUs > 0 {
+		if _, _, err := trace.DropOversized(jobs, *rf.in, clusterGPUs, false); err != nil {
+			return fmt.Errorf("trace validate: on %s: %w", *clusterFlag, err)
+		}
+	}
+	return nil
+}
+
+// traceSummary holds the figures "trace validate" reports.
+type traceSummary struct {
+	gpus        map[int]int    // jobs by gang size
+	models      map[string]int // jobs by model
+	first, last time.Duration  // earliest and latest submit time
+	gpuSeconds  float64        // Σ GPUs × Iters × IterTime over jobs with an IterTime
+	timed       int            // jobs with an IterTime
+}
+
+// traceSummarize computes the summary of jobs sorted by submit time.
+func traceSummarize(jobs []trace.Job) traceSummary {
+	s := traceSummary{gpus: map[int]int{}, models: map[string]int{}}
+	if len(jobs) > 0 {
+		s.first, s.last = jobs[0].Submit, jobs[len(jobs)-1].Submit
+	}
+	for _, j := range jobs {
+		s.gpus[j.GPUs]++
+		s.models[j.Model]++
+		if j.IterTime > 0 {
+			s.timed++
+			s.gpuSeconds += float64(j.GPUs) * float64(j.Iters) * j.IterTime.Seconds()
+		}
+	}
+	return s
+}
+
+// traceCounts formats counts by name as "a 3, b 1", sorted by name.
+func traceCounts(m map[string]int) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// traceSeconds formats d as decimal seconds with at most three decimals, e.g. "597.98s".
+func traceSeconds(d time.Duration) string {
+	return strconv.FormatFloat(d.Round(time.Millisecond).Seconds(), 'f', -1, 64) + "s"
+}
+
+// traceGen implements "sharebench trace gen".
+func traceGen(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := traceFlags("gen", "--jobs N --load L --cluster NODESxGPUS [--seed N] [--philly FILE] [--models m1,m2,...] [--profile FILE] --out FILE",
+		"Generates a canonical trace: Poisson arrivals at the offered load L on the cluster\n"+
+			"(load = Σ GPUs × duration ÷ (cluster GPUs × arrival span)), with (GPUs, duration) pairs\n"+
+			"drawn from the rows of the Philly job table that fit the cluster and models drawn with\n"+
+			"equal weights. Without --philly, the table is looked up as $"+traceDataEnv+"/"+tracePhillyRel+".\n"+
+			"Iteration times come from the built-in table of the authors' eight models or, with\n"+
+			"--profile, from the profile: each model's 1-GPU step time at its default batch.", stderr)
+	jobs := fs.Int("jobs", 0, "number of jobs to generate (required)")
+	load := fs.Float64("load", 0, "target offered load on the cluster, e.g. 0.9 (required)")
+	clusterFlag := fs.String("cluster", "", "cluster as `NODESxGPUS`, e.g. 8x8 (required)")
+	seed := fs.Uint64("seed", 0, "random seed; equal flags and seed give identical traces")
+	phillyPath := fs.String("philly", "", "Philly job table `file` (default: $"+traceDataEnv+"/"+tracePhillyRel+")")
+	modelList := fs.String("models", "", "comma-separated models to draw from (default: all of the built-in table or of the profile)")
+	profPath := fs.String("profile", "", "profile `file` giving the models, their default batches and step times")
+	skipInvalid := fs.Bool("skip-invalid", false, "skip Philly rows with a non-positive duration or GPU count instead of failing")
+	out := fs.String("out", "", "output `file`, or - for standard output (required)")
+	if err := traceParse(fs, args); err != nil {
+		return traceHelpOK(err)
+	}
+	switch {
+	case *jobs <= 0:
+		return fmt.Errorf("trace gen: --jobs must be a positive number")
+	case !(*load > 0):
+		return fmt.Errorf("trace gen: --load must be a positive number")
+	case *clusterFlag == "":
+		return fmt.Errorf("trace gen: --cluster is required")
+	case *out == "":
+		return fmt.Errorf("trace gen: --out is required")
+	}
+	nodes, perNode, err := traceParseCluster(*clusterFlag)
+	if err != nil {
+		return fmt.Errorf("trace gen: %w", err)
+	}
+	models, notes, err := traceGenModels(*modelList, *profPath)
+	if err != nil {
+		return fmt.Errorf("trace gen: %w", err)
+	}
+	path, err := tracePhillyFile(*phillyPath)
+	if err != nil {
+		return fmt.Errorf("trace gen: %w", err)
+	}
+	fh, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("trace gen: %w", err)
+	}
+	pool, skipped, err := trace.ReadPhillyPool(fh, path, trace.Options{SkipInvalid: *skipInvalid})
+	fh.Close()
+	if err != nil {
+		return fmt.Errorf("trace gen: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("trace gen: %w", err)
+	}
+	gpus := nodes * perNode
+	rng := rand.New(rand.NewPCG(*seed, traceStream("trace gen")))
+	generated, err := trace.Generate(trace.GenConfig{
+		Jobs: *jobs, Load: *load, GPUs: gpus, Pool: pool, Models: models,
+	}, rng)
+	if err != nil {
+		return err
+	}
+	msg := stdout
+	if *out == "-" {
+		msg = stderr
+	}
+	if err := traceWriteFile(*out, generated, stdout); err != nil {
+		return fmt.Errorf("trace gen: %w", err)
+	}
+	s := traceSummarize(generated)
+	for _, n := range notes {
+		fmt.Fprintf(msg, "note: %s\n", n)
+	}
+	if skipped > 0 {
+		fmt.Fprintf(msg, "skipped %d invalid rows of %s\n", skipped, path)
+	}
+	fmt.Fprintf(msg, "wrote %d jobs to %s\n", len(generated), *out)
+	if span := (s.last - s.first).Seconds(); span > 0 {
+		fmt.Fprintf(msg, "offered load %.4f on %s (target %v), arrival span %s\n",
+			s.gpuSeconds/(float64(gpus)*span), *clusterFlag, *load, traceSeconds(s.last-s.first))
+	}
+	return nil
+}
+
+// traceGenModels returns the models "trace gen" draws from: the built-in table or the
+// profile's models, restricted to the comma-separated list when one is given. The notes name
+// profile models left out for want of a 1-GPU step time at their default batch.
+func traceGenModels(list, profPath string) (models []trace.ModelSpec, notes []string, err error) {
+	var all []trace.ModelSpec
+	source := "built-in models"
+	if profPath == "" {
+		all = trace.DefaultModels()
+	} else {
+		prof, err := profile.LoadFile(profPath)
+		if err != nil {
+			return nil, nil, err
+		}
+		source = "models of " + profPath
+		for _, name := range prof.ModelNames() {
+			b := prof.DefaultBatch(name)
+			it, ok := prof.IterTime(profile.Config{Model: name, Batch: b, SubBatch: b}, 1)
+			if !ok {
+				if list == "" {
+					notes = append(notes, fmt.Sprintf("model %s left out: %s has no 1-GPU step time at its default batch %d", name, profPath, b))
+					continue
+				}
+			}
+			all = append(all, trace.ModelSpec{Name: name, Batch: b, IterTime: it, Weight: 1})
+		}
+	}
+	if list == "" {
+		if len(all) == 0 {
+			return nil, nil, fmt.Errorf("%s: no model has a 1-GPU step time at its default batch", profPath)
+		}
+		return all, notes, nil
+	}
+	for _, name := range strings.Split(list, ",") {
+		name = strings.TrimSpace(name)
+		i := slices.IndexFunc(all, func(m trace.ModelSpec) bool { return m.Name == name })
+		if i < 0 {
+			var known []string
+			for _, m := range all {
+				known = append(known, m.Name)
+			}
+			slices.Sort(known)
+			return nil, nil, fmt.Errorf("--models: unknown model %q (%s: %s)", name, source, strings.Join(known, ", "))
+		}
+		if all[i].IterTime <= 0 {
+			return nil, nil, fmt.Errorf("--models: %s has no 1-GPU step time for %s at its default batch %d", profPath, name, all[i].Batch)
+		}
+		if !slices.ContainsFunc(models, func(m trace.ModelSpec) bool { return m.Name == name }) {
+			models = append(models, all[i])
+		}
+	}
+	return models, nil, nil
+}
+
+// tracePhillyFile returns the Philly table to read: the --philly flag, else the table under
+// $SHAREBENCH_DATA when that exists.
+func tracePhillyFile(flagPath string) (string, error) {
+	if flagPath != "" {
+		return flagPath, nil
+	}
+	if dir := os.Getenv(traceDataEnv); dir != "" {
+		p := filepath.Join(dir, filepath.FromSlash(tracePhillyRel))
+		if _, err := os.Stat(p); err != nil {
+			return "", fmt.Errorf("no Philly job table: %w (set by %s; or pass --philly FILE)", err, traceDataEnv)
+		}
+		return p, nil
+	}
+	return "", fmt.Errorf("no Philly job table: pass --philly FILE, or set %s to the data directory holding %s", traceDataEnv, tracePhillyRel)
+}
+
+// traceParseCluster parses "NODESxGPUS", e.g. "8x8", into its two positive numbers.
+func traceParseCluster(s string) (nodes, perNode int, err error) {
+	a, b, ok := strings.Cut(strings.ToLower(s), "x")
+	if ok {
+		nodes, err = strconv.Atoi(a)
+		if err == nil {
+			perNode, err = strconv.Atoi(b)
+		}
+	}
+	if !ok || err != nil || nodes <= 0 || perNode <= 0 || nodes > 1<<20 || perNode > 1<<10 {
+		return 0, 0, fmt.Errorf("--cluster %q: want NODESxGPUS with positive numbers, e.g. 8x8", s)
+	}
+	return nodes, perNode, nil
+}
+
+// traceStream derives the second PCG seed word of a random stream from its purpose, so that
+// streams for different purposes never coincide.
+func traceStream(purpose string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(purpose))
+	return h.Sum64()
+}
+
+// traceWriteFile writes jobs in the canonical format to path, atomically: through a temporary
+// file in the same directory that is renamed over path. The path "-" means stdout.
+func traceWriteFile(path string, jobs []trace.Job, stdout io.Writer) error {
+	if path == "-" {
+		return trace.Write(stdout, jobs)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	fail := func(err error) error {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := trace.Write(tmp, jobs); err != nil {
+		return fail(err)
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		return fail(err)
+	}
+	if err := tmp.Sync(); err != nil {
+		return fail(err)
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	return nil
+}
+
+// traceHelpOK turns the outcome of -h into success and passes other errors on.
+func traceHelpOK(err error) error {
+	if errors.Is(err, errTraceHelp) {
+		return nil
+	}
+	return err
+}

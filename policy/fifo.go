@@ -1,0 +1,30 @@
+package policy
+
+// FIFO runs jobs in submission order on exclusive GPUs (YARN placement). Like the authors'
+// fifo it is preemptive by default: an earlier job may preempt later ones (SPEC.md §5.2).
+type FIFO struct{ g greedy }
+
+var _ Policy = (*FIFO)(nil)
+
+// FIFOArgs are the arguments of fifo.
+type FIFOArgs struct {
+	Preempt bool   `json:"preempt"`
+	Victims string `json:"victims"` // "authors" (default) or "tentative"
+}
+
+func newFIFO(a FIFOArgs) *FIFO {
+	return &FIFO{greedy{name: KeyFIFO, place: yarnPlace, exclusive: true, preempt: a.Preempt, tentative: a.Victims == VictimsTentative}}
+}
+
+// Name returns the registry key.
+func (p *FIFO) Name() string { return KeyFIFO }
+
+// Key orders pending jobs by submission time.
+func (p *FIFO) Key(j *Job) Key { return submitKey(j) }
+
+// Schedule places pending jobs first come, first served.
+func (p *FIFO) Schedule(s *State) (Plan, error) {
+	var plan Plan
+	err := p.g.run(s, submitKey, &plan)
+	return plan, err
+}

@@ -1,0 +1,263 @@
+package policy
+
+import (
+	"cmp"
+	"math"
+	"time"
+
+	"sharebench/cluster"
+	"sharebench/profile"
+	"sharebench/trace"
+)
+
+// A Policy decides which pending jobs start where and which running jobs stop. Schedule must be
+// a deterministic function of the States it has been given; a policy may keep private state
+// between calls (Tiresias queues) but no clocks, globals or map-order dependence.
+type Policy interface {
+	Name() string
+	Schedule(s *State) (Plan, error)
+}
+
+// Key is a job's priority: lower keys go first, compared by A then B; equal keys fall back to
+// (Submit, ID).
+type Key struct {
+	A float64
+	B int64
+}
+
+// Compare orders keys, then submit times, then IDs: the order of State.Pending.
+func Compare(ka Key, a *Job, kb Key, b *Job) int {
+	return cmp.Or(cmp.Compare(ka.A, kb.A), cmp.Compare(ka.B, kb.B), cmp.Compare(a.Submit, b.Submit), cmp.Compare(a.ID, b.ID))
+}
+
+// Keyer is implemented by policies that order pending jobs by a key fixed while a job waits.
+// The engine keeps State.Pending sorted by (Key, Submit, ID), evaluating Key when a job enters
+// the queue and again for the jobs a Plan lists in Rekey, so no policy sorts on every call.
+// Policies that are not Keyers see pending jobs by (Submit, ID).
+type Keyer interface {
+	Key(j *Job) Key
+}
+
+// Moder is implemented by policies that choose the sharing mode whose slowdowns apply.
+type Moder interface {
+	Mode() profile.Mode
+}
+
+// State is what a policy sees at a scheduling instant. Policies must not modify jobs; they may
+// place and release jobs on Cluster tentatively.
+type State struct {
+	Now     time.Duration
+	Pending []*Job // in Keyer order when the policy is a Keyer, else by (Submit, ID)
+	Running []*Job // by ID
+	// Sizes lists the distinct GPU counts of the trace, ascending; BySize[i] holds the pending
+	// jobs asking for Sizes[i] GPUs, in the same order as Pending.
+	Sizes  []int
+	BySize [][]*Job
+	// Families counts the pending jobs of each family (see Job.Family); FamilyGPUs gives the
+	// GPU count of each family.
+	Families   []int32
+	FamilyGPUs []int
+	Cluster    *cluster.Cluster
+	Env        *Env
+	// ByID finds running jobs by ID.
+	ByID map[trace.JobID]*Job
+	// Lookup finds any job of the trace by ID (nil if unknown).
+	Lookup func(trace.JobID) *Job
+	// Finished lists the jobs that finished since the previous call, so policies can drop state.
+	Finished []trace.JobID
+}
+
+func (s *State) byID(id trace.JobID) *Job { return s.ByID[id] }
+
+// Plan is a policy's decision. The engine applies Stop first (preemption), then Start.
+type Plan struct {
+	Stop  []trace.JobID
+	Start []Placement
+	// Wake asks to be called again at this absolute time even if nothing happens
+	// (Tiresias demotions); 0 means only on events.
+	Wake time.Duration
+	// Notes are logged with the decision: queue changes and similar.
+	Notes []Note
+	// Rekey lists pending jobs whose Key changed (Tiresias promotions); the engine re-sorts them.
+	Rekey []trace.JobID
+}
+
+// Placement starts one job.
+type Placement struct {
+	Job  trace.JobID
+	GPUs []int // flat GPU indices; a GPU that already holds a job is shared
+	Opt  int   // index into the job's Options (sub-batch choice)
+	// Partners lists the running jobs the placement shares GPUs with, for the decision log.
+	Partners []trace.JobID
+	// Reason explains the decision; filled only when Env.Explain is set.
+	Reason string
+}
+
+// Note is a policy event for the decision log, such as a Tiresias demotion.
+type Note struct {
+	Job    trace.JobID
+	Event  string // "demote", "promote"
+	Reason string
+}
+
+// Option is one way to run a job: a sub-batch, its exclusive step time on the job's GPU count
+// and its memory per GPU.
+type Option struct {
+	SubBatch int
+	Excl     time.Duration
+	Mem      int64
+	Cfg      int // configuration index in Env; shared by all jobs of the same model/batch/sub-batch
+}
+
+// Job is a trace job with its simulation state. Fields below Options are owned by the engine.
+type Job struct {
+	trace.Job
+	// Options lists the feasible sub-batch configurations, largest sub-batch first. Options[0]
+	// is the default: the largest sub-batch that fits on an idle GPU.
+	Options []Option
+	// GC is the GPU-count class of the job in Env's slowdown matrices.
+	GC int
+	// Family groups jobs with the same options and GPU count: whether such jobs can be placed
+	// depends on the cluster and, at most, monotonically on their remaining work.
+	Family int
+	// Size indexes State.Sizes: the job's GPU count.
+	Size int
+	// K is the job's key when it entered the pending queue (engine-owned).
+	K Key
+
+	Running  bool
+	Done     bool          // finished
+	Started  bool          // has run at least once
+	On       []int         // flat GPU indices while running
+	Opt      int           // option of the current or last placement
+	Xi       float64       // current slowdown (≥ 1) while running
+	Preempts int           // times preempted
+	Since    time.Duration // when the job last entered its current state (pending or running)
+	LastRun  time.Duration // when it last stopped running; 0 if never
+	P        Progress
+}
+
+// Progress is the engine's lazily advanced progress of a job: at time At the job had Rem
+// iterations left and Overhead of restart time to sit out before progressing at Rate
+// iterations per second.
+type Progress struct {
+	Rem      float64
+	At       time.Duration
+	Rate     float64
+	Overhead time.Duration
+	Exec     time.Duration // wall time run before At (attained service)
+}
+
+// RemIters returns the iterations left at time now.
+func (j *Job) RemIters(now time.Duration) float64 {
+	p := &j.P
+	if !j.Running {
+		return p.Rem
+	}
+	dt := now - p.At - p.Overhead
+	if dt <= 0 {
+		return p.Rem
+	}
+	return math.Max(0, p.Rem-dt.Seconds()*p.Rate)
+}
+
+// Executed returns the wall time the job has run so far (its attained service in time).
+func (j *Job) Executed(now time.Duration) time.Duration {
+	if !j.Running {
+		return j.P.Exec
+	}
+	return j.P.Exec + now - j.P.At
+}
+
+// IterTime returns the job's current time per iteration: exclusive time times its slowdown
+// while running, the default option's exclusive time while pending.
+func (j *Job) IterTime() time.Duration {
+	if j.Running {
+		return time.Duration(float64(j.Options[j.Opt].Excl) * j.Xi)
+	}
+	return j.Options[0].Excl
+}
+
+// RemTime returns the remaining time at the current iteration time (SPEC.md §9.3: the SJF key
+// of a running job includes its current slowdown).
+func (j *Job) RemTime(now time.Duration) time.Duration {
+	if j.Running {
+		return seconds(j.RemIters(now) * float64(j.Options[j.Opt].Excl) * j.Xi / 1e9)
+	}
+	return seconds(j.P.Rem * float64(j.Options[0].Excl) / 1e9)
+}
+
+func seconds(s float64) time.Duration { return time.Duration(math.Round(s * 1e9)) }
+
+// Env holds the run's static facts that policies consult: slowdowns by configuration, the
+// sharing mode, and switches for explanations. It also records pairs a policy looked up and
+// did not find.
+type Env struct {
+	MaxShare int
+	Mode     profile.Mode
+	// Explain asks policies to fill Placement.Reason (set when a decision log is written).
+	Explain bool
+	// NCfg is the number of configurations; CfgName names them for messages.
+	NCfg    int
+	CfgName []string
+	// xi[gc][a*NCfg+b] is ξ of configuration a next to b for a job of GPU-count class gc;
+	// NaN when the profile lacks the pair.
+	xi      [][]float64
+	missing map[[2]int]struct{}
+	clamped map[[2]int]struct{}
+}
+
+// NewEnv returns an Env with nCfg configurations and nGC GPU-count classes, no pairs known.
+func NewEnv(maxShare int, mode profile.Mode, names []string, nGC int) *Env {
+	n := len(names)
+	e := &Env{MaxShare: maxShare, Mode: mode, NCfg: n, CfgName: names,
+		xi: make([][]float64, nGC), missing: map[[2]int]struct{}{}, clamped: map[[2]int]struct{}{}}
+	for g := range e.xi {
+		e.xi[g] = make([]float64, n*n)
+		for i := range e.xi[g] {
+			e.xi[g][i] = math.NaN()
+		}
+	}
+	return e
+}
+
+// SetXi records ξ of configuration a next to b for GPU-count class gc.
+func (e *Env) SetXi(gc, a, b int, xi float64) { e.xi[gc][a*e.NCfg+b] = xi }
+
+// Xi returns the slowdown of job a (at option oa) next to job b (at option ob), clamped to ≥ 1.
+// ok is false, and the pair is recorded as missing, when the profile lacks either direction:
+// such a pair is not shareable.
+func (e *Env) Xi(a *Job, oa int, b *Job, ob int) (float64, bool) {
+	ca, cb := a.Options[oa].Cfg, b.Options[ob].Cfg
+	x := e.xi[a.GC][ca*e.NCfg+cb]
+	y := e.xi[b.GC][cb*e.NCfg+ca]
+	if math.IsNaN(x) || math.IsNaN(y) {
+		if math.IsNaN(x) {
+			e.missing[[2]int{ca, cb}] = struct{}{}
+		}
+		if math.IsNaN(y) {
+			e.missing[[2]int{cb, ca}] = struct{}{}
+		}
+		return 0, false
+	}
+	if x < 1 {
+		e.clamped[[2]int{ca, cb}] = struct{}{}
+		x = 1
+	}
+	return x, true
+}
+
+// Missing returns the number of distinct ordered configuration pairs looked up and not found.
+func (e *Env) Missing() int { return len(e.missing) }
+
+// MissingPairs returns the missing pairs as "a | b" strings.
+func (e *Env) MissingPairs() [][2]int {
+	out := make([][2]int, 0, len(e.missing))
+	for k := range e.missing {
+		out = append(out, k)
+	}
+	return out
+}
+
+// Clamped returns the number of distinct pairs whose measured ξ < 1 was used as 1.
+func (e *Env) Clamped() int { return len(e.clamped) }

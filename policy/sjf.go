@@ -1,0 +1,31 @@
+package policy
+
+// SJF is shortest-remaining-time-first with exclusive YARN placement, preemptive by default, as
+// the authors' sjf (SPEC.md §5.3). Running jobs are ranked by their remaining time at their
+// current, possibly slowed, iteration time.
+type SJF struct{ g greedy }
+
+var _ Policy = (*SJF)(nil)
+
+// SJFArgs are the arguments of sjf.
+type SJFArgs struct {
+	Preempt bool   `json:"preempt"`
+	Victims string `json:"victims"`
+}
+
+func newSJF(a SJFArgs) *SJF {
+	return &SJF{greedy{name: KeySJF, place: yarnPlace, exclusive: true, preempt: a.Preempt, tentative: a.Victims == VictimsTentative}}
+}
+
+// Name returns the registry key.
+func (p *SJF) Name() string { return KeySJF }
+
+// Key orders pending jobs by remaining exclusive time.
+func (p *SJF) Key(j *Job) Key { return remKey(j) }
+
+// Schedule places the shortest jobs first.
+func (p *SJF) Schedule(s *State) (Plan, error) {
+	var plan Plan
+	err := p.g.run(s, runRemKey(s.Now), &plan)
+	return plan, err
+}

@@ -1,0 +1,90 @@
+package policy
+
+import (
+	"fmt"
+
+	"sharebench/profile"
+	"sharebench/trace"
+)
+
+// SJFBSBF is the paper's scheduler: shortest job first, best sharing benefit first (SPEC.md §4).
+// Pending jobs go in SJF order to idle GPUs first; when too few are idle, every job on the
+// candidate GPUs is share-checked (Theorem 1: share now iff t_con < t_seq) and passing partners
+// are used in order of t_con. With sub-batch choice, each memory-feasible sub-batch of the pending
+// job is evaluated (the partner keeps its own) and the one with the smallest t_con wins. No
+// preemption unless asked for.
+type SJFBSBF struct{ g greedy }
+
+var _ Policy = (*SJFBSBF)(nil)
+
+// SJFBSBFArgs are the arguments of sjf-bsbf.
+type SJFBSBFArgs struct {
+	Preempt     bool   `json:"preempt"`
+	Victims     string `json:"victims"`
+	Consolidate bool   `json:"consolidate"`
+	MPS         bool   `json:"mps"`
+	// SubBatch enables the choice of sub-batch (gradient accumulation); false keeps every job at
+	// its default sub-batch, the largest that fits on an idle GPU.
+	SubBatch bool `json:"sub_batch"`
+}
+
+func newSJFBSBF(a SJFBSBFArgs) *SJFBSBF {
+	place := func(p *placer, j *Job) (Placement, bool, error) {
+		if gpus, ok := p.exclusive(j, 0); ok {
+			pl := Placement{GPUs: gpus}
+			if p.s.Env.Explain {
+				pl.Reason = "idle GPUs"
+			}
+			return pl, true, nil
+		}
+		opts := 1
+		if a.SubBatch {
+			opts = len(j.Options)
+		}
+		var best Placement
+		bestScore, found := 0.0, false
+		for opt := range opts {
+			var gpus []int
+			var partners []trace.JobID
+			var score float64
+			var why string
+			var err error
+			if a.Consolidate {
+				gpus, partners, score, err = p.consolidated(j, opt, true)
+				why = "consolidated share check passed"
+			}
+			if gpus == nil && err == nil {
+				gpus, partners, score, why, err = p.bestBenefit(j, opt)
+			}
+			if err != nil {
+				return Placement{}, false, err
+			}
+			// Strict <: among equal t_con the larger sub-batch (earlier option) wins.
+			if gpus != nil && (!found || score < bestScore) {
+				best = Placement{GPUs: gpus, Opt: opt, Partners: partners}
+				if p.s.Env.Explain {
+					best.Reason = fmt.Sprintf("sub-batch %d: %s", j.Options[opt].SubBatch, why)
+				}
+				bestScore, found = score, true
+			}
+		}
+		return best, found, nil
+	}
+	return &SJFBSBF{greedy{name: KeySJFBSBF, place: place, preempt: a.Preempt, tentative: a.Victims == VictimsTentative, mps: a.MPS}}
+}
+
+// Name returns the registry key.
+func (p *SJFBSBF) Name() string { return KeySJFBSBF }
+
+// Key orders pending jobs by remaining exclusive time.
+func (p *SJFBSBF) Key(j *Job) Key { return remKey(j) }
+
+// Mode returns the sharing mode whose slowdowns apply.
+func (p *SJFBSBF) Mode() profile.Mode { return profile.Mode(p.g.mode()) }
+
+// Schedule places the shortest jobs first, sharing only where Theorem 1 says it pays.
+func (p *SJFBSBF) Schedule(s *State) (Plan, error) {
+	var plan Plan
+	err := p.g.run(s, runRemKey(s.Now), &plan)
+	return plan, err
+}

@@ -1,0 +1,70 @@
+package policy
+
+import (
+	"fmt"
+
+	"sharebench/profile"
+	"sharebench/trace"
+)
+
+// SJFFFS is SJF ordering with aggressive first-fit sharing (the authors' merge placement,
+// SPEC.md §5.5): idle GPUs first, then any GPU with room, with no benefit check. Pairs the
+// profile lacks are never shared. It takes the largest sub-batch that fits.
+type SJFFFS struct{ g greedy }
+
+var _ Policy = (*SJFFFS)(nil)
+
+// SJFFFSArgs are the arguments of sjf-ffs.
+type SJFFFSArgs struct {
+	Preempt     bool   `json:"preempt"`
+	Victims     string `json:"victims"`
+	Consolidate bool   `json:"consolidate"`
+	MPS         bool   `json:"mps"`
+}
+
+func newSJFFFS(a SJFFFSArgs) *SJFFFS {
+	place := func(p *placer, j *Job) (Placement, bool, error) {
+		for opt := range j.Options {
+			var gpus []int
+			var partners []trace.JobID
+			var err error
+			if a.Consolidate {
+				gpus, partners, _, err = p.consolidated(j, opt, false)
+			}
+			if gpus == nil && err == nil {
+				gpus, partners, err = p.firstFit(j, opt)
+			}
+			if err != nil {
+				return Placement{}, false, err
+			}
+			if gpus != nil {
+				pl := Placement{GPUs: gpus, Opt: opt, Partners: partners}
+				if p.s.Env.Explain {
+					pl.Reason = "first fit"
+					if len(partners) > 0 {
+						pl.Reason = fmt.Sprintf("first fit, sharing with %v", partners)
+					}
+				}
+				return pl, true, nil
+			}
+		}
+		return Placement{}, false, nil
+	}
+	return &SJFFFS{greedy{name: KeySJFFFS, place: place, preempt: a.Preempt, tentative: a.Victims == VictimsTentative, mps: a.MPS}}
+}
+
+// Name returns the registry key.
+func (p *SJFFFS) Name() string { return KeySJFFFS }
+
+// Key orders pending jobs by remaining exclusive time.
+func (p *SJFFFS) Key(j *Job) Key { return remKey(j) }
+
+// Mode returns the sharing mode whose slowdowns apply.
+func (p *SJFFFS) Mode() profile.Mode { return profile.Mode(p.g.mode()) }
+
+// Schedule places the shortest jobs first, sharing wherever there is room.
+func (p *SJFFFS) Schedule(s *State) (Plan, error) {
+	var plan Plan
+	err := p.g.run(s, runRemKey(s.Now), &plan)
+	return plan, err
+}

@@ -1,0 +1,205 @@
+package policy
+
+import (
+	"container/heap"
+	"fmt"
+	"math"
+	"time"
+
+	"sharebench/trace"
+)
+
+// Tiresias is discretised two-dimensional least-attained-service (SPEC.md §5.4): jobs sit in
+// priority queues by attained service (wall time, or GPU time), are demoted the instant they
+// cross a queue limit, are walked queue by queue (first come, first served within a queue, by the
+// time they entered it) with YARN placement and greedy backfill, and preempt lower-priority jobs.
+// A job that has waited at least StarveFactor times its attained service is promoted back to the
+// first queue. With AuthorsOrder the walk follows arrival order instead, reproducing the
+// authors' physical code, whose queue order is computed but never used.
+type Tiresias struct {
+	g       greedy
+	limits  []time.Duration
+	gpuTime bool
+	starve  float64
+	authors bool
+	st      map[trace.JobID]*tiresiasJob
+	due     deadlines
+}
+
+type tiresiasJob struct {
+	queue   int
+	entered time.Duration // when the job entered its current queue
+	base    time.Duration // executed time at the last promotion (service restarts from there)
+}
+
+var _ Policy = (*Tiresias)(nil)
+
+// TiresiasArgs are the arguments of tiresias.
+type TiresiasArgs struct {
+	// LimitsS are the queue limits in seconds of attained service; len+1 queues.
+	LimitsS []float64 `json:"limits_s"`
+	// Service is "time" (wall seconds, the authors' physical setting) or "gpu-time" (× GPUs).
+	Service string `json:"service"`
+	// StarveFactor promotes a waiting job once its wait reaches this many times its attained
+	// service; 0 disables promotion.
+	StarveFactor float64 `json:"starve_factor"`
+	AuthorsOrder bool    `json:"authors_order"`
+	Preempt      bool    `json:"preempt"`
+	Victims      string  `json:"victims"`
+}
+
+func newTiresias(a TiresiasArgs) (*Tiresias, error) {
+	if len(a.LimitsS) == 0 {
+		return nil, fmt.Errorf("limits_s: need at least one queue limit")
+	}
+	t := &Tiresias{starve: a.StarveFactor, authors: a.AuthorsOrder, st: map[trace.JobID]*tiresiasJob{}}
+	for i, l := range a.LimitsS {
+		if !(l > 0) || math.IsInf(l, 0) || (i > 0 && l <= a.LimitsS[i-1]) {
+			return nil, fmt.Errorf("limits_s: want positive, increasing limits, got %v", a.LimitsS)
+		}
+		t.limits = append(t.limits, seconds(l))
+	}
+	switch a.Service {
+	case "time":
+	case "gpu-time":
+		t.gpuTime = true
+	default:
+		return nil, fmt.Errorf("service: want \"time\" or \"gpu-time\", got %q", a.Service)
+	}
+	if a.StarveFactor < 0 || math.IsNaN(a.StarveFactor) || math.IsInf(a.StarveFactor, 0) {
+		return nil, fmt.Errorf("starve_factor: must be a finite number ≥ 0")
+	}
+	t.g = greedy{name: KeyTiresias, place: yarnPlace, exclusive: true, preempt: a.Preempt, tentative: a.Victims == VictimsTentative}
+	return t, nil
+}
+
+// Name returns the registry key.
+func (t *Tiresias) Name() string { return KeyTiresias }
+
+func (t *Tiresias) state(j *Job) *tiresiasJob {
+	st := t.st[j.ID]
+	if st == nil {
+		st = &tiresiasJob{entered: j.Submit}
+		t.st[j.ID] = st
+	}
+	return st
+}
+
+// Key ranks jobs by (queue, time entering the queue), or by arrival with AuthorsOrder.
+func (t *Tiresias) Key(j *Job) Key {
+	if t.authors {
+		return Key{}
+	}
+	st := t.state(j)
+	return Key{A: float64(st.queue), B: int64(st.entered)}
+}
+
+// service returns the attained service of j that counts for its queue.
+func (t *Tiresias) service(j *Job, st *tiresiasJob, now time.Duration) time.Duration {
+	s := j.Executed(now) - st.base
+	if t.gpuTime {
+		s *= time.Duration(j.GPUs)
+	}
+	return s
+}
+
+func (t *Tiresias) queueOf(service time.Duration) int {
+	q := 0
+	for q < len(t.limits) && service >= t.limits[q] {
+		q++
+	}
+	return q
+}
+
+// Schedule applies the demotions and promotions due now, then walks the queues.
+func (t *Tiresias) Schedule(s *State) (Plan, error) {
+	var plan Plan
+	for _, id := range s.Finished {
+		delete(t.st, id)
+	}
+	for t.due.Len() > 0 && t.due.d[0].at <= s.Now {
+		d := heap.Pop(&t.due).(deadline)
+		j := s.Lookup(d.job)
+		if j == nil || j.Done || j.Preempts != d.runs {
+			continue // stale: the job finished, or ran or stopped again since
+		}
+		st := t.state(j)
+		switch {
+		case d.demote && j.Running:
+			if q := t.queueOf(t.service(j, st, s.Now)); q > st.queue {
+				st.queue, st.entered = q, s.Now
+				plan.Notes = append(plan.Notes, Note{Job: j.ID, Event: "demote", Reason: fmt.Sprintf("queue %d: attained service reached %s", q, fmtDur(t.limits[q-1]))})
+			}
+			t.pushDemotion(j, st, s.Now)
+		case !d.demote && !j.Running && st.queue > 0:
+			st.queue, st.entered, st.base = 0, s.Now, j.Executed(s.Now)
+			plan.Notes = append(plan.Notes, Note{Job: j.ID, Event: "promote", Reason: fmt.Sprintf("waited %s ≥ %g × attained service", fmtDur(s.Now-j.Since), t.starve)})
+			plan.Rekey = append(plan.Rekey, j.ID)
+		}
+	}
+	if len(plan.Rekey) > 0 && !t.authors {
+		// Let the engine re-sort the promoted jobs first; it calls again at once.
+		plan.Wake = s.Now
+		return plan, nil
+	}
+	runKey := func(j *Job) Key { return t.Key(j) }
+	if err := t.g.run(s, runKey, &plan); err != nil {
+		return plan, err
+	}
+	for _, pl := range plan.Start {
+		j := s.Lookup(pl.Job)
+		t.pushDemotion(j, t.state(j), s.Now)
+	}
+	if t.starve > 0 {
+		for _, id := range plan.Stop {
+			j := s.Lookup(id)
+			st := t.state(j)
+			if st.queue > 0 {
+				// The job waits from now; its attained service is frozen while it waits.
+				wait := time.Duration(math.Ceil(float64(j.Executed(s.Now)-st.base) * t.starve))
+				heap.Push(&t.due, deadline{at: s.Now + max(wait, 1), job: id, runs: j.Preempts + 1})
+			}
+		}
+	}
+	if t.due.Len() > 0 {
+		plan.Wake = max(t.due.d[0].at, s.Now+1)
+	}
+	return plan, nil
+}
+
+// pushDemotion schedules the instant a job that is (or is about to be) running crosses the next
+// queue limit. A started job keeps its Preempts count until it is stopped, which marks the
+// deadline stale.
+func (t *Tiresias) pushDemotion(j *Job, st *tiresiasJob, now time.Duration) {
+	if st.queue >= len(t.limits) {
+		return
+	}
+	left := t.limits[st.queue] - t.service(j, st, now)
+	if t.gpuTime {
+		left = (left + time.Duration(j.GPUs) - 1) / time.Duration(j.GPUs)
+	}
+	heap.Push(&t.due, deadline{at: now + max(left, 1), job: j.ID, runs: j.Preempts, demote: true})
+}
+
+// deadline is a future demotion or promotion; runs is the job's Preempts count it is valid for.
+type deadline struct {
+	at     time.Duration
+	job    trace.JobID
+	runs   int
+	demote bool
+}
+
+// deadlines is a min-heap by (at, job); the job tie-break keeps pops deterministic.
+type deadlines struct{ d []deadline }
+
+func (h *deadlines) Len() int { return len(h.d) }
+func (h *deadlines) Less(a, b int) bool {
+	return h.d[a].at < h.d[b].at || (h.d[a].at == h.d[b].at && h.d[a].job < h.d[b].job)
+}
+func (h *deadlines) Swap(a, b int) { h.d[a], h.d[b] = h.d[b], h.d[a] }
+func (h *deadlines) Push(x any)    { h.d = append(h.d, x.(deadline)) }
+func (h *deadlines) Pop() any {
+	x := h.d[len(h.d)-1]
+	h.d = h.d[:len(h.d)-1]
+	return x
+}

@@ -1,0 +1,119 @@
+package profile
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+)
+
+// Load decodes a profile from r. name labels errors (usually the file name); syntax and type
+// errors carry name:line:column.
+func Load(r io.Reader, name string) (*Table, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("profile: %s: %w", name, err)
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, fmt.Errorf("profile: %s: empty file", name)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var t Table
+	if err := dec.Decode(&t); err != nil {
+		return nil, fmt.Errorf("profile: %s: %w", name, positioned(data, dec, err))
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("profile: %s: trailing data after the JSON object", name)
+	}
+	if t.Format != FormatName {
+		return nil, fmt.Errorf("profile: %s: format %q is not %q", name, t.Format, FormatName)
+	}
+	if t.Version < 1 || t.Version > Version {
+		return nil, fmt.Errorf("profile: %s: version %d not supported (this build reads 1..%d)", name, t.Version, Version)
+	}
+	if err := t.Normalize(); err != nil {
+		return nil, fmt.Errorf("profile: %s: %w", name, err)
+	}
+	return &t, nil
+}
+
+// LoadFile reads the profile at path.
+func LoadFile(path string) (*Table, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("profile: %w", err)
+	}
+	defer f.Close()
+	return Load(f, filepath.Base(path))
+}
+
+// positioned rewrites a JSON decoding error with the line and column of its offset.
+func positioned(data []byte, dec *json.Decoder, err error) error {
+	off := dec.InputOffset()
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		off = se.Offset
+	case errors.As(err, &te):
+		off = te.Offset
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		off = int64(len(data))
+	}
+	if off > int64(len(data)) {
+		off = int64(len(data))
+	}
+	line := 1 + bytes.Count(data[:off], []byte{'\n'})
+	col := int(off) - bytes.LastIndexByte(data[:off], '\n')
+	return fmt.Errorf("%d:%d: %w", line, col, err)
+}
+
+// Write encodes t in canonical form: normalized order, two-space indentation, trailing newline.
+// Equal tables give identical bytes.
+func (t *Table) Write(w io.Writer) error {
+	if err := t.Normalize(); err != nil {
+		return fmt.Errorf("profile: %w", err)
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(t); err != nil {
+		return fmt.Errorf("profile: %w", err)
+	}
+	_, err := w.Write(buf.Bytes())
+	return err
+}
+
+// WriteFile writes t to path atomically (a temporary file in the same directory, then rename).
+func (t *Table) WriteFile(path string) error {
+	var buf bytes.Buffer
+	if err := t.Write(&buf); err != nil {
+		return err
+	}
+	return writeFileAtomic(path, buf.Bytes())
+}
+
+func writeFileAtomic(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("profile: %w", err)
+	}
+	tmp := f.Name()
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("profile: %w", err)
+	}
+	return nil
+}

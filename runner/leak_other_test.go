@@ -1,0 +1,5 @@
+//go:build !linux
+
+package runner
+
+func leakedChildren() string { return "" }

@@ -1,0 +1,664 @@
+package runner
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"sharebench/runner/gpu"
+)
+
+// Status is the outcome of a run or a cell.
+type Status string
+
+// Outcomes. Per-cell failures are results, never errors: one bad cell never stops a campaign.
+const (
+	// StatusOK: measured.
+	StatusOK Status = "ok"
+	// StatusInfeasible: a process ran out of memory (oom event or exit code 3). Recorded,
+	// never retried.
+	StatusInfeasible Status = "infeasible"
+	// StatusInfeasiblePredicted: the pair was not run because the solo memory peaks plus a
+	// margin exceed the GPU's memory.
+	StatusInfeasiblePredicted Status = "infeasible_predicted"
+	// StatusFailed: a crash, a hang past a timeout, a malformed protocol stream or a start
+	// failure; the record carries the reason and the stderr tail.
+	StatusFailed Status = "failed"
+)
+
+// Done reports whether a cell with this status counts as completed on resume (everything but
+// failed, which --retry-failed reruns).
+func (s Status) Done() bool {
+	return s == StatusOK || s == StatusInfeasible || s == StatusInfeasiblePredicted
+}
+
+// RunResult is one solo or pair run: one or two fresh processes released together.
+type RunResult struct {
+	// Run names the run within its cell, e.g. "r0-soloA" or "r1-pair".
+	Run    string `json:"run"`
+	Kind   string `json:"kind"`
+	Repeat int    `json:"repeat"`
+	// Seq is the run's position in the cell's execution order (ABBA).
+	Seq        int    `json:"seq"`
+	Status     Status `json:"status"`
+	Reason     string `json:"reason,omitempty"`
+	Phase      string `json:"phase,omitempty"`
+	StderrTail string `json:"stderr_tail,omitempty"`
+	// WindowNs is the overlap window [lo, hi] in CLOCK_MONOTONIC nanoseconds.
+	WindowNs    [2]int64 `json:"window_ns"`
+	WindowS     float64  `json:"window_s"`
+	ShortWindow bool     `json:"short_window,omitempty"`
+	// StartSkewMs is |first step start of A − first step start of B| in a pair: how
+	// closely the barrier released the two processes.
+	StartSkewMs float64        `json:"start_skew_ms,omitempty"`
+	MPSObserved bool           `json:"mps_observed,omitempty"`
+	Notes       []string       `json:"notes,omitempty"`
+	Members     []MemberResult `json:"members"`
+	Telemetry   *gpu.Summary   `json:"telemetry,omitempty"`
+	// Files are the run's raw files, relative to the output directory.
+	Files []string `json:"files,omitempty"`
+}
+
+// MemberResult is one process of a run.
+type MemberResult struct {
+	Role   string `json:"role"` // "A" or "B"
+	Member Member `json:"member"`
+	// ID is the run id passed as --run-id.
+	ID   string `json:"id"`
+	Exit *Exit  `json:"exit,omitempty"`
+	Impl string `json:"impl,omitempty"`
+	// Steps counts the steps received; WindowSteps those kept in the window.
+	Steps       int `json:"steps"`
+	WindowSteps int `json:"window_steps"`
+	// StepMs describes the window's step times from the workload's t0_ns/t1_ns.
+	StepMs Dist `json:"step_ms"`
+	// LoggedStepMs is the median of the workload's own step_ms over the same steps.
+	LoggedStepMs float64 `json:"logged_step_ms,omitempty"`
+	FirstT0Ns    int64   `json:"first_t0_ns,omitempty"`
+	SamplesPerS  float64 `json:"samples_per_s,omitempty"`
+	// MemReservedBytes and MemAllocBytes are the peaks from the mem event (or ready).
+	MemReservedBytes int64   `json:"mem_reserved_bytes,omitempty"`
+	MemAllocBytes    int64   `json:"mem_alloc_bytes,omitempty"`
+	MemSource        string  `json:"mem_source,omitempty"`
+	WarmupSteps      int     `json:"warmup_steps,omitempty"`
+	WarmupS          float64 `json:"warmup_s,omitempty"`
+
+	durs  []float64 // window step times, ms (pooled into cell statistics, not serialised)
+	start *Event
+}
+
+// runPlan is one run to execute.
+type runPlan struct {
+	name    string // r0-soloA
+	kind    string // solo | pair
+	repeat  int
+	seq     int
+	members []Member
+	roles   []string
+}
+
+// runCtx is what executing runs of one cell needs.
+type runCtx struct {
+	c       *Campaign
+	cell    Cell
+	backend Backend
+	sampler gpu.Sampler
+	gpus    []string
+	devIdx  []int
+	outDir  string
+	cellDir string
+	log     *slog.Logger
+}
+
+type msgKind int
+
+const (
+	msgEvent msgKind = iota
+	msgProtoErr
+	msgExit
+)
+
+type runMsg struct {
+	i    int
+	kind msgKind
+	ev   Event
+	err  error
+	exit Exit
+}
+
+// child is one workload process of a run, owned by the collector goroutine.
+type child struct {
+	role, runID string
+	m           Member
+	proc        Process
+	files       []*os.File
+	tail        *tailBuffer
+
+	start, ready, mem, done, oom *Event
+	steps                        []Step
+	perr                         error
+	started, exited, stopSent    bool
+	terminated                   bool
+	exit                         Exit
+	lastStep                     time.Time
+}
+
+type runPhase int
+
+const (
+	phaseWarm runPhase = iota
+	phaseMeasure
+	phaseStop
+)
+
+// execute performs one run (RUNNER.md §3.2–3.4): start the members one after another, each
+// warming up alone until ready; write "go" to all back to back; collect steps until every
+// member meets the window rule (or max_seconds); send stop; reap. Per-run failures are
+// returned in the RunResult; the error is for cancellation and infrastructure only.
+func (rc *runCtx) execute(ctx context.Context, plan runPlan) (RunResult, error) {
+	res := RunResult{Run: plan.name, Kind: plan.kind, Repeat: plan.repeat, Seq: plan.seq}
+	c := rc.c
+	runDir, err := os.MkdirTemp("", "sharebench-run-")
+	if err != nil {
+		return res, fmt.Errorf("runner: cell %s: %w", rc.cell.Label, err)
+	}
+	defer os.RemoveAll(runDir)
+
+	kids := make([]*child, len(plan.members))
+	for i, m := range plan.members {
+		kids[i] = &child{role: plan.roles[i], m: m, runID: fmt.Sprintf("%s-%s-%s", rc.cell.ID[:8], plan.name, plan.roles[i]), tail: newTailBuffer(4096)}
+	}
+	msgs := make(chan runMsg, 1024)
+	grace := c.Timeouts.Grace.D()
+
+	var (
+		phase                         = phaseWarm
+		cur                           = -1
+		live                          int
+		readyBy, goAt, stopAt, killAt time.Time
+		failure, failRole             string
+		infeasible                    bool
+		cancelled, abandoned          bool
+		tcancel                       context.CancelFunc
+		tdone                         chan gpu.Summary
+	)
+	fail := func(k *child, reason string) {
+		if failure == "" && !infeasible {
+			failure, failRole = reason, k.role
+		}
+	}
+	stopTelemetry := func() {
+		if tcancel != nil {
+			tcancel()
+			tcancel = nil
+		}
+	}
+	stopAll := func() {
+		if phase != phaseStop {
+			phase, stopAt = phaseStop, time.Now()
+			stopTelemetry()
+		}
+		for _, k := range kids {
+			if k.started && !k.exited && !k.stopSent {
+				k.stopSent = true
+				io.WriteString(k.proc.Stdin(), CmdStop+"\n")
+				k.proc.Stdin().Close()
+			}
+		}
+	}
+	terminateAll := func() {
+		stopAll()
+		for _, k := range kids {
+			if k.started && !k.exited && !k.terminated {
+				k.terminated = true
+				k.proc.Terminate(grace)
+				killAt = time.Now()
+			}
+		}
+	}
+	startNext := func() {
+		cur++
+		k := kids[cur]
+		if err := rc.startChild(ctx, k, cur, msgs, runDir, &res); err != nil {
+			fail(k, err.Error())
+			stopAll()
+			return
+		}
+		k.started = true
+		live++
+		readyBy = time.Now().Add(c.Timeouts.Ready.D())
+	}
+	sendGo := func() {
+		now := time.Now()
+		for _, k := range kids {
+			io.WriteString(k.proc.Stdin(), CmdGo+"\n")
+			k.lastStep = now
+		}
+		phase, goAt = phaseMeasure, now
+		if rc.sampler != nil && rc.sampler.Name() != gpu.SourceNone {
+			var tctx context.Context
+			tctx, tcancel = context.WithCancel(ctx)
+			tdone = make(chan gpu.Summary, 1)
+			tf, err := rc.create(plan.name+".telemetry.jsonl", &res)
+			go func() {
+				var w io.Writer
+				if err == nil {
+					w = tf
+					defer tf.Close()
+				}
+				tdone <- gpu.Record(tctx, rc.sampler, c.TelemetryInterval.D(), rc.devIdx, w)
+			}()
+		}
+	}
+
+	startNext()
+	tick := time.NewTicker(25 * time.Millisecond)
+	defer tick.Stop()
+	ctxDone := ctx.Done()
+	for live > 0 && !abandoned {
+		select {
+		case <-ctxDone:
+			ctxDone = nil
+			cancelled = true
+			terminateAll()
+		case m := <-msgs:
+			k := kids[m.i]
+			switch m.kind {
+			case msgEvent:
+				ev := m.ev
+				switch ev.Event {
+				case EventStart:
+					k.start = &ev
+				case EventReady:
+					k.ready = &ev
+					if phase == phaseWarm && m.i == cur {
+						if cur+1 < len(kids) {
+							startNext()
+						} else {
+							sendGo()
+						}
+					}
+				case EventStep:
+					if phase == phaseWarm {
+						fail(k, fmt.Sprintf("protocol: step %d before go", ev.I))
+						terminateAll()
+						break
+					}
+					k.steps = append(k.steps, Step{T0Ns: ev.T0Ns, T1Ns: ev.T1Ns, StepMs: ev.StepMs, Samples: ev.Samples})
+					k.lastStep = time.Now()
+					if phase == phaseMeasure && WindowSatisfied(stepsOf(kids), c.Window) {
+						stopAll()
+					}
+				case EventMem:
+					k.mem = &ev
+				case EventDone:
+					k.done = &ev
+				case EventOOM:
+					k.oom = &ev
+					if !infeasible {
+						infeasible = true
+						res.Phase = ev.Phase
+						failure, failRole = fmt.Sprintf("out of memory in %s (%s)", ev.Phase, k.m), k.role
+					}
+					stopAll()
+				}
+			case msgProtoErr:
+				k.perr = m.err
+				fail(k, fmt.Sprintf("malformed protocol stream: %v", m.err))
+				terminateAll()
+			case msgExit:
+				k.exited = true
+				k.exit = m.exit
+				live--
+				if m.err != nil {
+					fail(k, m.err.Error())
+				}
+				switch {
+				case k.oom != nil || m.exit.Code == ExitOOM:
+					if !infeasible {
+						infeasible = true
+						res.Phase = "unknown"
+						failure, failRole = fmt.Sprintf("out of memory (%s, exit code 3 without an oom event)", k.m), k.role
+					}
+					stopAll()
+				case cancelled:
+				case k.terminated:
+					if failure == "" && phase == phaseStop {
+						res.Notes = append(res.Notes, fmt.Sprintf("%s did not exit within %s of stop and was terminated", k.role, grace))
+					}
+				case k.stopSent:
+					if m.exit.Code != 0 || m.exit.Signal != "" {
+						fail(k, fmt.Sprintf("%s: %s after stop", k.m, m.exit))
+					}
+				case phase == phaseMeasure && m.exit.Code == 0 && k.done != nil:
+					stopAll() // reached its step cap: end the run for everyone
+				default:
+					what := "before ready"
+					if k.ready != nil {
+						what = "during measurement"
+					}
+					fail(k, fmt.Sprintf("%s exited %s: %s", k.m, what, m.exit))
+					stopAll()
+				}
+			}
+		case now := <-tick.C:
+			switch {
+			case phase == phaseWarm && cur >= 0 && kids[cur].started && kids[cur].ready == nil && now.After(readyBy):
+				fail(kids[cur], fmt.Sprintf("hang: %s not ready within %s", kids[cur].m, c.Timeouts.Ready))
+				terminateAll()
+			case phase == phaseMeasure:
+				if now.Sub(goAt).Seconds() > c.Window.MaxSeconds {
+					res.Notes = append(res.Notes, fmt.Sprintf("max_seconds %gs reached before the window requirement", c.Window.MaxSeconds))
+					stopAll()
+					break
+				}
+				for _, k := range kids {
+					if !k.exited && now.Sub(k.lastStep) > c.Timeouts.Stall.D() {
+						fail(k, fmt.Sprintf("hang: %s made no step for %s", k.m, c.Timeouts.Stall))
+						terminateAll()
+						break
+					}
+				}
+			case phase == phaseStop:
+				if killAt.IsZero() && now.Sub(stopAt) > grace {
+					terminateAll()
+				} else if !killAt.IsZero() && now.Sub(killAt) > 2*grace+30*time.Second {
+					abandoned = true
+				}
+			}
+		}
+	}
+	stopTelemetry()
+	if tdone != nil {
+		sum := <-tdone
+		res.Telemetry = &sum
+		if sum.MPSProcsMax > 0 {
+			res.MPSObserved = true
+			res.Notes = append(res.Notes, fmt.Sprintf("MPS processes observed during the window (%d): not a time-slicing measurement", sum.MPSProcsMax))
+		}
+	}
+	for _, k := range kids {
+		for _, f := range k.files {
+			f.Close()
+		}
+		if k.proc != nil {
+			k.proc.Close()
+		}
+	}
+	if abandoned {
+		go func() {
+			for range msgs {
+			}
+		}()
+		return res, fmt.Errorf("runner: cell %s: run %s: processes did not exit after SIGKILL", rc.cell.Label, plan.name)
+	}
+
+	for _, k := range kids {
+		if !k.started {
+			continue
+		}
+		mr := MemberResult{Role: k.role, Member: k.m, ID: k.runID, Steps: len(k.steps), start: k.start}
+		if k.exited {
+			e := k.exit
+			mr.Exit = &e
+		}
+		if k.start != nil {
+			mr.Impl = k.start.Impl
+		}
+		if k.ready != nil {
+			mr.WarmupSteps, mr.WarmupS = k.ready.WarmupSteps, k.ready.WarmupS
+			mr.MemReservedBytes, mr.MemAllocBytes, mr.MemSource = k.ready.MemReservedPeak, k.ready.MemAllocPeak, k.ready.MemSource
+		}
+		if k.mem != nil {
+			mr.MemReservedBytes = max(mr.MemReservedBytes, k.mem.MaxReserved)
+			mr.MemAllocBytes = max(mr.MemAllocBytes, k.mem.MaxAllocated)
+			if k.mem.MemSource != "" {
+				mr.MemSource = k.mem.MemSource
+			}
+		}
+		res.Members = append(res.Members, mr)
+	}
+	if cancelled {
+		return res, fmt.Errorf("runner: cell %s: run %s: %w", rc.cell.Label, plan.name, context.Cause(ctx))
+	}
+	tailOf := func(role string) string {
+		for _, k := range kids {
+			if k.role == role {
+				return strings.TrimSpace(k.tail.String())
+			}
+		}
+		return ""
+	}
+	switch {
+	case infeasible:
+		res.Status, res.Reason, res.StderrTail = StatusInfeasible, failure, tailOf(failRole)
+		return res, nil
+	case failure != "":
+		res.Status, res.Reason, res.StderrTail = StatusFailed, failure, tailOf(failRole)
+		return res, nil
+	}
+
+	jobs := stepsOf(kids)
+	lo, hi, ok := OverlapWindow(jobs)
+	if !ok {
+		res.Status, res.Reason = StatusFailed, "no overlapping steps (a process made no step)"
+		return res, nil
+	}
+	res.WindowNs, res.WindowS = [2]int64{lo, hi}, float64(hi-lo)/1e9
+	for i := range res.Members {
+		mr := &res.Members[i]
+		kept := InWindow(jobs[i], lo, hi, c.Window.Trim)
+		if len(kept) == 0 {
+			res.Status, res.Reason = StatusFailed, fmt.Sprintf("%s: no steps left in the window after trimming", mr.Member)
+			return res, nil
+		}
+		if !MeetsWindow(kept, c.Window) {
+			res.ShortWindow = true
+		}
+		logged := make([]float64, len(kept))
+		mr.durs = make([]float64, len(kept))
+		samples := 0
+		for j, s := range kept {
+			mr.durs[j], logged[j] = s.Ms(), s.StepMs
+			samples += s.Samples
+		}
+		mr.WindowSteps = len(kept)
+		mr.StepMs = Describe(mr.durs)
+		mr.LoggedStepMs = Median(logged)
+		mr.FirstT0Ns = jobs[i][0].T0Ns
+		if mr.StepMs.Median > 0 {
+			mr.SamplesPerS = float64(samples) / float64(len(kept)) / (mr.StepMs.Median / 1000)
+		}
+	}
+	if res.ShortWindow {
+		res.Notes = append(res.Notes, fmt.Sprintf("short_window: fewer than %d steps and %gs in the window (or fewer than %d steps)", c.Window.MinSteps, c.Window.MinSeconds, c.Window.FloorSteps))
+	}
+	if len(res.Members) == 2 {
+		d := res.Members[0].FirstT0Ns - res.Members[1].FirstT0Ns
+		res.StartSkewMs = float64(max(d, -d)) / 1e6
+	}
+	res.Status = StatusOK
+	return res, nil
+}
+
+func stepsOf(kids []*child) [][]Step {
+	out := make([][]Step, len(kids))
+	for i, k := range kids {
+		out[i] = k.steps
+	}
+	return out
+}
+
+// create creates a file in the cell directory and records it in res.Files.
+func (rc *runCtx) create(name string, res *RunResult) (*os.File, error) {
+	f, err := os.Create(filepath.Join(rc.cellDir, name))
+	if err != nil {
+		return nil, fmt.Errorf("runner: cell %s: %w", rc.cell.Label, err)
+	}
+	if rel, err := filepath.Rel(rc.outDir, f.Name()); err == nil {
+		res.Files = append(res.Files, filepath.ToSlash(rel))
+	}
+	return f, nil
+}
+
+// startChild starts k and the goroutines that feed msgs: a parser on stdout, a copier of
+// stderr into the run log and the tail buffer, and a waiter that sends the exit last.
+func (rc *runCtx) startChild(ctx context.Context, k *child, i int, msgs chan<- runMsg, runDir string, res *RunResult) error {
+	base := strings.TrimPrefix(k.runID, rc.cell.ID[:8]+"-")
+	raw, err := rc.create(base+".events.jsonl", res)
+	if err != nil {
+		return err
+	}
+	logf, err := rc.create(base+".log", res)
+	if err != nil {
+		raw.Close()
+		return err
+	}
+	k.files = []*os.File{raw, logf}
+	spec := rc.spec(k, runDir)
+	fmt.Fprintf(logf, "# %s\n", strings.Join(append(append([]string{}, spec.Program...), spec.Args...), " "))
+	proc, err := rc.backend.Start(ctx, spec)
+	if err != nil {
+		fmt.Fprintf(logf, "# start failed: %v\n", err)
+		k.tail.Write([]byte(err.Error()))
+		return fmt.Errorf("%s: cannot start: %v", k.m, err)
+	}
+	k.proc = proc
+	logw := &lockedWriter{w: logf}
+	stdoutDone, stderrDone := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stdoutDone)
+		p := NewParser(proc.Stdout())
+		p.Log, p.Raw = prefixWriter{"[stdout] ", logw}, raw
+		for {
+			ev, err := p.Next()
+			if errors.Is(err, io.EOF) {
+				return
+			}
+			if err != nil {
+				msgs <- runMsg{i: i, kind: msgProtoErr, err: err}
+				io.Copy(logw, proc.Stdout())
+				return
+			}
+			msgs <- runMsg{i: i, kind: msgEvent, ev: ev}
+		}
+	}()
+	go func() {
+		defer close(stderrDone)
+		io.Copy(io.MultiWriter(logw, k.tail), proc.Stderr())
+	}()
+	go func() {
+		exit, err := proc.Wait()
+		t := time.NewTimer(5 * time.Second)
+		select {
+		case <-stdoutDone:
+		case <-t.C:
+			proc.Close() // a grandchild outside the process group holds the pipe
+			<-stdoutDone
+		}
+		<-stderrDone
+		t.Stop()
+		fmt.Fprintf(logw, "# %s\n", exit)
+		msgs <- runMsg{i: i, kind: msgExit, exit: exit, err: err}
+	}()
+	return nil
+}
+
+// prefixWriter writes each (line) write with a prefix.
+type prefixWriter struct {
+	prefix string
+	w      io.Writer
+}
+
+func (p prefixWriter) Write(b []byte) (int, error) {
+	if _, err := p.w.Write(append([]byte(p.prefix), b...)); err != nil {
+		return 0, err
+	}
+	return len(b), nil
+}
+
+// spec builds the Spec of one child.
+func (rc *runCtx) spec(k *child, runDir string) Spec {
+	c := rc.c
+	threads := strconv.Itoa(c.Workload.Threads)
+	env := map[string]string{
+		"PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads, "HF_HUB_OFFLINE": "1",
+	}
+	for k, v := range c.Workload.Env {
+		env[k] = v
+	}
+	s := Spec{
+		Name: "sb-" + k.runID + "-" + nonce(), Args: workloadArgs(c, k.m, k.runID), Env: env, RunDir: runDir,
+		Isolate: c.Mode == "timeslice",
+	}
+	if c.Workload.Device == "cuda" {
+		s.GPUs = rc.gpus
+	}
+	if c.Backend == BackendContainer {
+		s.Image = c.Container.Image
+		s.Program = c.Container.Command
+		if len(s.Program) == 0 {
+			s.Program = []string{c.Container.Python, c.Container.MountPoint + "/" + filepath.Base(c.Workload.Script)}
+		}
+		if dir, err := filepath.Abs(c.Container.WorkloadsDir); err == nil && c.Container.WorkloadsDir != "" {
+			s.Mounts = []Mount{{Host: dir, Container: c.Container.MountPoint, ReadOnly: true}}
+		}
+		return s
+	}
+	s.Program = c.Workload.Command
+	if len(s.Program) == 0 {
+		s.Program = []string{c.Workload.Python, c.Workload.Script}
+	}
+	return s
+}
+
+// workloadArgs returns the train.py flags for one process.
+func workloadArgs(c *Campaign, m Member, runID string) []string {
+	w := c.Workload
+	a := []string{
+		"--model", m.Model, "--batch", strconv.Itoa(m.Batch), "--sub-batch", strconv.Itoa(m.SubBatch),
+		"--device", w.Device, "--warmup-steps", strconv.Itoa(c.Warmup.Steps),
+		"--warmup-seconds", strconv.FormatFloat(c.Warmup.Seconds, 'g', -1, 64),
+		"--threads", strconv.Itoa(w.Threads), "--seed", strconv.FormatInt(c.Seed, 10), "--run-id", runID,
+		"--amp", w.AMP,
+	}
+	if w.Tiny {
+		a = append(a, "--tiny")
+	}
+	if w.TF32 {
+		a = append(a, "--tf32")
+	}
+	if m.SeqLen > 0 {
+		a = append(a, "--seq-len", strconv.Itoa(m.SeqLen))
+	}
+	if m.ImageSize > 0 {
+		a = append(a, "--image-size", strconv.Itoa(m.ImageSize))
+	}
+	if w.MemFraction > 0 {
+		a = append(a, "--mem-fraction", strconv.FormatFloat(w.MemFraction, 'g', -1, 64))
+	}
+	if w.Impl != "" {
+		a = append(a, "--impl", w.Impl)
+	}
+	if w.MaxSteps > 0 {
+		a = append(a, "--max-steps", strconv.Itoa(w.MaxSteps))
+	}
+	a = append(a, w.Args...)
+	return append(a, m.Args...)
+}
+
+// nonce returns 6 random hex digits that keep container names unique across reruns.
+func nonce() string {
+	var b [3]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

@@ -1,0 +1,310 @@
+package runner
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+)
+
+// ProtocolVersion is the workload protocol version this runner speaks (RUNNER.md §5).
+const ProtocolVersion = 1
+
+// MaxLineBytes bounds one protocol line (long micro_ms arrays need more than bufio's 64 KiB).
+const MaxLineBytes = 1 << 20
+
+// Protocol event names.
+const (
+	EventStart = "start" // after argument parsing
+	EventReady = "ready" // after warm-up; the child then waits for "go"
+	EventStep  = "step"  // after every optimizer step following "go"
+	EventMem   = "mem"   // memory peaks, after "stop" or the step cap
+	EventDone  = "done"  // last line of a clean exit
+	EventOOM   = "oom"   // CUDA out of memory in any phase; the child exits with ExitOOM
+)
+
+// Commands the parent writes to a child's stdin, one per line. EOF on stdin counts as stop.
+const (
+	CmdGo   = "go"
+	CmdStop = "stop"
+)
+
+// Workload exit codes (RUNNER.md §5). Any other code or a signal is a crash.
+const (
+	ExitOK    = 0
+	ExitUsage = 2
+	ExitOOM   = 3
+)
+
+// Event is one protocol v1 line. It is flat: each event kind uses the fields listed in
+// RUNNER.md §5 and leaves the others zero. Unknown fields are ignored when parsing.
+type Event struct {
+	V     int    `json:"v"`
+	Event string `json:"event"`
+
+	// start
+	Run          string `json:"run,omitempty"`
+	Model        string `json:"model,omitempty"`
+	Impl         string `json:"impl,omitempty"`
+	Batch        int    `json:"batch,omitempty"`
+	SubBatch     int    `json:"sub_batch,omitempty"`
+	Accum        int    `json:"accum,omitempty"`
+	SeqLen       int    `json:"seq_len,omitempty"`
+	ImageSize    int    `json:"image_size,omitempty"`
+	AMP          string `json:"amp,omitempty"`
+	TF32         bool   `json:"tf32,omitempty"`
+	Device       string `json:"device,omitempty"`
+	GPU          string `json:"gpu,omitempty"`
+	Torch        string `json:"torch,omitempty"`
+	Torchvision  string `json:"torchvision,omitempty"`
+	Transformers string `json:"transformers,omitempty"`
+	CUDA         string `json:"cuda,omitempty"`
+	CuDNN        string `json:"cudnn,omitempty"`
+	Python       string `json:"python,omitempty"`
+	AllocConf    string `json:"alloc_conf,omitempty"`
+	PID          int    `json:"pid,omitempty"`
+	Threads      int    `json:"threads,omitempty"`
+	Seed         int64  `json:"seed,omitempty"`
+	DryRun       bool   `json:"dry_run,omitempty"`
+
+	// ready
+	WarmupSteps     int     `json:"warmup_steps,omitempty"`
+	WarmupS         float64 `json:"warmup_s,omitempty"`
+	MemAllocPeak    int64   `json:"mem_alloc_peak,omitempty"`
+	MemReservedPeak int64   `json:"mem_reserved_peak,omitempty"`
+	MemSource       string  `json:"mem_source,omitempty"`
+
+	// step
+	I       int       `json:"i,omitempty"`
+	T0Ns    int64     `json:"t0_ns,omitempty"`
+	T1Ns    int64     `json:"t1_ns,omitempty"`
+	MicroMs []float64 `json:"micro_ms,omitempty"`
+	StepMs  float64   `json:"step_ms,omitempty"`
+	Samples int       `json:"samples,omitempty"`
+
+	// mem
+	MaxAllocated int64 `json:"max_allocated,omitempty"`
+	MaxReserved  int64 `json:"max_reserved,omitempty"`
+
+	// done
+	Steps int    `json:"steps,omitempty"`
+	Exit  string `json:"exit,omitempty"`
+
+	// oom
+	Phase string `json:"phase,omitempty"`
+	Msg   string `json:"msg,omitempty"`
+}
+
+// knownEvent reports whether name is a protocol v1 event.
+func knownEvent(name string) bool {
+	switch name {
+	case EventStart, EventReady, EventStep, EventMem, EventDone, EventOOM:
+		return true
+	}
+	return false
+}
+
+// AppendLine appends e as one protocol line (compact JSON and '\n') to dst. Only the fields
+// of e's kind are written, and "v" is always 1, so a parsed event re-encodes to the same line
+// whatever unrelated fields it carried. The fake workload writes its stream with it.
+func AppendLine(dst []byte, e Event) []byte {
+	var v any
+	switch e.Event {
+	case EventStart:
+		v = struct {
+			V            int    `json:"v"`
+			Event        string `json:"event"`
+			Run          string `json:"run"`
+			Model        string `json:"model"`
+			Impl         string `json:"impl"`
+			Batch        int    `json:"batch"`
+			SubBatch     int    `json:"sub_batch"`
+			Accum        int    `json:"accum"`
+			SeqLen       int    `json:"seq_len,omitempty"`
+			ImageSize    int    `json:"image_size,omitempty"`
+			AMP          string `json:"amp"`
+			TF32         bool   `json:"tf32"`
+			Device       string `json:"device"`
+			GPU          string `json:"gpu,omitempty"`
+			Torch        string `json:"torch,omitempty"`
+			Torchvision  string `json:"torchvision,omitempty"`
+			Transformers string `json:"transformers,omitempty"`
+			CUDA         string `json:"cuda,omitempty"`
+			CuDNN        string `json:"cudnn,omitempty"`
+			Python       string `json:"python,omitempty"`
+			AllocConf    string `json:"alloc_conf,omitempty"`
+			PID          int    `json:"pid"`
+			Threads      int    `json:"threads"`
+			Seed         int64  `json:"seed"`
+			DryRun       bool   `json:"dry_run,omitempty"`
+		}{1, e.Event, e.Run, e.Model, e.Impl, e.Batch, e.SubBatch, e.Accum, e.SeqLen, e.ImageSize, e.AMP, e.TF32,
+			e.Device, e.GPU, e.Torch, e.Torchvision, e.Transformers, e.CUDA, e.CuDNN, e.Python, e.AllocConf, e.PID,
+			e.Threads, e.Seed, e.DryRun}
+	case EventReady:
+		v = struct {
+			V               int     `json:"v"`
+			Event           string  `json:"event"`
+			WarmupSteps     int     `json:"warmup_steps"`
+			WarmupS         float64 `json:"warmup_s"`
+			MemAllocPeak    int64   `json:"mem_alloc_peak"`
+			MemReservedPeak int64   `json:"mem_reserved_peak"`
+			MemSource       string  `json:"mem_source,omitempty"`
+		}{1, e.Event, e.WarmupSteps, e.WarmupS, e.MemAllocPeak, e.MemReservedPeak, e.MemSource}
+	case EventStep:
+		v = struct {
+			V       int       `json:"v"`
+			Event   string    `json:"event"`
+			I       int       `json:"i"`
+			T0Ns    int64     `json:"t0_ns"`
+			T1Ns    int64     `json:"t1_ns"`
+			MicroMs []float64 `json:"micro_ms"`
+			StepMs  float64   `json:"step_ms"`
+			Samples int       `json:"samples"`
+		}{1, e.Event, e.I, e.T0Ns, e.T1Ns, nonNil(e.MicroMs), e.StepMs, e.Samples}
+	case EventMem:
+		v = struct {
+			V            int    `json:"v"`
+			Event        string `json:"event"`
+			MaxAllocated int64  `json:"max_allocated"`
+			MaxReserved  int64  `json:"max_reserved"`
+			MemSource    string `json:"mem_source,omitempty"`
+		}{1, e.Event, e.MaxAllocated, e.MaxReserved, e.MemSource}
+	case EventDone:
+		v = struct {
+			V     int    `json:"v"`
+			Event string `json:"event"`
+			Steps int    `json:"steps"`
+			Exit  string `json:"exit"`
+		}{1, e.Event, e.Steps, e.Exit}
+	case EventOOM:
+		v = struct {
+			V     int    `json:"v"`
+			Event string `json:"event"`
+			Phase string `json:"phase"`
+			Msg   string `json:"msg"`
+		}{1, e.Event, e.Phase, e.Msg}
+	default:
+		v = struct {
+			V     int    `json:"v"`
+			Event string `json:"event"`
+		}{1, e.Event}
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		// Only non-finite floats can fail; write them as a protocol-breaking line on purpose.
+		return append(dst, `{"v":1,"event":"`+e.Event+`","error":"unencodable"}`+"\n"...)
+	}
+	return append(dst, buf.Bytes()...)
+}
+
+func nonNil(xs []float64) []float64 {
+	if xs == nil {
+		return []float64{}
+	}
+	return xs
+}
+
+// ErrProtocolVersion reports a line whose "v" is not ProtocolVersion.
+var ErrProtocolVersion = errors.New("unsupported protocol version")
+
+// ProtocolError is a malformed protocol line: the stream cannot be trusted after it.
+type ProtocolError struct {
+	Line int    // 1-based line number on stdout
+	Text string // the offending line, shortened
+	Err  error
+}
+
+func (e *ProtocolError) Error() string {
+	return fmt.Sprintf("protocol: stdout line %d: %v: %s", e.Line, e.Err, e.Text)
+}
+
+func (e *ProtocolError) Unwrap() error { return e.Err }
+
+// Parser reads protocol v1 events from a workload's stdout (RUNNER.md §5 parsing rules):
+// lines starting with '{' are decoded as events, other lines are workload output and go to
+// Log; "v" must be 1; unknown fields are ignored; unknown events are skipped with a warning
+// on Log.
+type Parser struct {
+	sc *bufio.Scanner
+	// Log receives non-protocol lines and warnings (may be nil).
+	Log io.Writer
+	// Raw receives every protocol line verbatim, newline-terminated (may be nil).
+	Raw io.Writer
+	// Warnings counts skipped unknown events.
+	Warnings int
+	line     int
+}
+
+// NewParser returns a parser reading r with a MaxLineBytes line limit.
+func NewParser(r io.Reader) *Parser {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), MaxLineBytes)
+	return &Parser{sc: sc}
+}
+
+// Next returns the next event. It returns io.EOF at the end of the stream and a
+// *ProtocolError for a malformed line, a version mismatch or a line over MaxLineBytes.
+func (p *Parser) Next() (Event, error) {
+	for p.sc.Scan() {
+		p.line++
+		raw := p.sc.Bytes()
+		line := bytes.TrimSpace(raw)
+		if len(line) == 0 {
+			continue
+		}
+		if line[0] != '{' {
+			p.log("%s\n", raw)
+			continue
+		}
+		var e Event
+		if err := json.Unmarshal(line, &e); err != nil {
+			return Event{}, &ProtocolError{Line: p.line, Text: shorten(line), Err: fmt.Errorf("malformed JSON: %w", err)}
+		}
+		if e.V != ProtocolVersion {
+			return Event{}, &ProtocolError{Line: p.line, Text: shorten(line), Err: fmt.Errorf("%w %d (want %d)", ErrProtocolVersion, e.V, ProtocolVersion)}
+		}
+		if e.Event == "" {
+			return Event{}, &ProtocolError{Line: p.line, Text: shorten(line), Err: errors.New(`missing "event"`)}
+		}
+		if p.Raw != nil {
+			p.Raw.Write(line)
+			p.Raw.Write([]byte{'\n'})
+		}
+		if !knownEvent(e.Event) {
+			p.Warnings++
+			p.log("sharebench: warning: stdout line %d: unknown event %s ignored\n", p.line, strconv.Quote(e.Event))
+			continue
+		}
+		if e.Event == EventStep && e.T1Ns < e.T0Ns {
+			return Event{}, &ProtocolError{Line: p.line, Text: shorten(line), Err: errors.New("step ends before it starts (t1_ns < t0_ns)")}
+		}
+		return e, nil
+	}
+	if err := p.sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return Event{}, &ProtocolError{Line: p.line + 1, Text: "(line over 1 MiB)", Err: err}
+		}
+		return Event{}, fmt.Errorf("protocol: reading stdout: %w", err)
+	}
+	return Event{}, io.EOF
+}
+
+func (p *Parser) log(format string, args ...any) {
+	if p.Log != nil {
+		fmt.Fprintf(p.Log, format, args...)
+	}
+}
+
+// shorten returns at most 200 bytes of a line for error messages.
+func shorten(b []byte) string {
+	const n = 200
+	if len(b) <= n {
+		return string(b)
+	}
+	return string(b[:n]) + "…"
+}

@@ -1,0 +1,247 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"time"
+
+	"sharebench/cluster"
+	"sharebench/policy"
+	"sharebench/profile"
+	"sharebench/trace"
+)
+
+// Config describes a simulation apart from the trace, the policy and the profile.
+type Config struct {
+	Shape cluster.Shape
+	// Interval schedules in periodic rounds (150 s reproduces the authors' testbed); 0 schedules
+	// at every arrival, completion and requested wake-up.
+	Interval time.Duration
+	// Mode selects the slowdown column; a policy implementing policy.Moder overrides it.
+	Mode profile.Mode
+	// RestartCost charges the profile's restart cost when a preempted job starts again.
+	RestartCost bool
+	// ModelMap maps trace models onto profile models; nil is the identity.
+	ModelMap *profile.ModelMap
+	// TraceName labels errors and outputs.
+	TraceName string
+}
+
+// Run simulates jobs under p on the cluster cfg.Shape using prof (nil: the trace's iteration
+// times, no sharing). obs, if not nil, receives the decision log. The error reports bad input,
+// an illegal plan (naming the policy and job) or cancellation.
+func Run(ctx context.Context, cfg Config, jobs []trace.Job, p policy.Policy, prof *profile.Table, obs Observer) (*Result, error) {
+	e, err := newEngine(cfg, jobs, p, prof, obs)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.loop(ctx); err != nil {
+		return nil, err
+	}
+	return e.result(), nil
+}
+
+type engine struct {
+	cfg      Config
+	pol      policy.Policy
+	keyer    policy.Keyer
+	cl       *cluster.Cluster
+	env      *policy.Env
+	obs      Observer
+	jobs     []*policy.Job // in arrival order
+	idx      map[trace.JobID]int32
+	stats    []jobStats
+	ver      []uint32
+	q        queue
+	now      time.Duration
+	next     int // next arrival
+	done     int
+	pend     []*policy.Job   // pending jobs, in policy order
+	fam      []int32         // pending jobs per family
+	bySize   [][]*policy.Job // pending jobs by GPU count, in policy order
+	run      []*policy.Job
+	byID     map[trace.JobID]*policy.Job
+	state    policy.State
+	tick     time.Duration // scheduled tick, or -1
+	wake     time.Duration // latest requested wake, or 0
+	util     utilAcc
+	notes    []string
+	shared   int           // jobs that ran co-located at some point
+	finished []trace.JobID // since the last policy call
+	nSched   int
+}
+
+type jobStats struct {
+	start, end time.Duration
+	sharedFor  time.Duration
+	sharedNow  bool
+	everShared bool
+	soloDef    time.Duration
+	soloBest   time.Duration
+	restart    time.Duration // restart cost after a preemption
+}
+
+func newEngine(cfg Config, jobs []trace.Job, p policy.Policy, prof *profile.Table, obs Observer) (*engine, error) {
+	if err := cfg.Shape.Validate(); err != nil {
+		return nil, err
+	}
+	if len(jobs) == 0 {
+		return nil, fmt.Errorf("sim: %s: no jobs", cfg.TraceName)
+	}
+	mode := cfg.Mode
+	if mode == "" {
+		mode = profile.Timeslice
+	}
+	if m, ok := p.(policy.Moder); ok {
+		mode = m.Mode()
+	}
+	s := &setup{cfg: cfg, prof: prof, cfgIdx: map[string]int{}, noProf: map[string]int{}, fams: map[[2]int]int{}}
+	e := &engine{cfg: cfg, pol: p, cl: cluster.New(cfg.Shape), obs: obs, tick: -1,
+		idx: make(map[trace.JobID]int32, len(jobs)), byID: map[trace.JobID]*policy.Job{}}
+	e.keyer, _ = p.(policy.Keyer)
+	sorted := slices.Clone(jobs)
+	trace.Sort(sorted)
+	e.jobs = make([]*policy.Job, len(sorted))
+	e.stats = make([]jobStats, len(sorted))
+	e.ver = make([]uint32, len(sorted))
+	for i, t := range sorted {
+		if _, dup := e.idx[t.ID]; dup {
+			return nil, fmt.Errorf("sim: %s: duplicate job id %d", cfg.TraceName, t.ID)
+		}
+		if t.GPUs > cfg.Shape.GPUs() || t.GPUs <= 0 || t.Iters <= 0 || t.Submit < 0 {
+			return nil, fmt.Errorf("sim: %s: job %d asks for %d GPUs and %d iterations at %v; the cluster has %d GPUs", cfg.TraceName, t.ID, t.GPUs, t.Iters, t.Submit, cfg.Shape.GPUs())
+		}
+		j, err := s.job(t, cfg.TraceName)
+		if err != nil {
+			return nil, fmt.Errorf("sim: %w", err)
+		}
+		e.idx[t.ID] = int32(i)
+		e.jobs[i] = j
+		e.stats[i].start, e.stats[i].end = -1, -1
+		e.stats[i].soloDef, e.stats[i].soloBest = solo(j)
+		if prof != nil {
+			m, _ := cfg.ModelMap.Resolve(t.Model, t.Batch)
+			e.stats[i].restart = prof.Restart(m, t.GPUs)
+		}
+	}
+	e.env = s.env(mode)
+	e.env.Explain = obs != nil
+	for _, name := range slices.Sorted(maps.Keys(s.noProf)) {
+		e.notes = append(e.notes, fmt.Sprintf("%d jobs of %s are not in the profile: they use the trace's iteration time and never share", s.noProf[name], name))
+	}
+	if s.estMem {
+		e.notes = append(e.notes, "GPU memory per job comes from an estimate in the profile (mem_estimated), not a measurement")
+	}
+	e.fam = make([]int32, len(s.fams))
+	famGPUs := make([]int, len(s.fams))
+	for k, f := range s.fams {
+		famGPUs[f] = k[1]
+	}
+	var sizes []int
+	for _, j := range e.jobs {
+		if !slices.Contains(sizes, j.GPUs) {
+			sizes = append(sizes, j.GPUs)
+		}
+	}
+	slices.Sort(sizes)
+	for _, j := range e.jobs {
+		j.Size = slices.Index(sizes, j.GPUs)
+	}
+	e.bySize = make([][]*policy.Job, len(sizes))
+	e.state = policy.State{Cluster: e.cl, Env: e.env, ByID: e.byID, Families: e.fam, FamilyGPUs: famGPUs,
+		Sizes: sizes, BySize: e.bySize, Lookup: e.lookup}
+	e.util.init(cfg.Shape.GPUs())
+	return e, nil
+}
+
+// loop runs events until every job has finished.
+func (e *engine) loop(ctx context.Context) error {
+	for steps := 0; e.done < len(e.jobs); steps++ {
+		if steps&4095 == 0 && ctx.Err() != nil {
+			return fmt.Errorf("sim: %w", ctx.Err())
+		}
+		t, ok := e.nextTime()
+		if !ok {
+			return e.stuck()
+		}
+		e.advance(t)
+		woke, ticked, changed := false, false, false
+		for e.next < len(e.jobs) && e.jobs[e.next].Submit == t {
+			e.arrive(int32(e.next))
+			e.next++
+			changed = true
+		}
+		for e.q.len() > 0 && e.q.peek() == t {
+			ev := e.q.pop()
+			switch ev.kind {
+			case evFinish:
+				if ev.ver == e.ver[ev.job] && e.jobs[ev.job].Running {
+					e.finish(ev.job)
+					changed = true
+				}
+			case evWake:
+				if t == e.wake {
+					e.wake, woke = 0, true
+				}
+			case evTick:
+				e.tick, ticked = -1, true
+			}
+		}
+		var sched bool
+		if e.cfg.Interval > 0 {
+			sched = ticked
+		} else {
+			sched = changed && len(e.pend) > 0 || woke
+		}
+		if sched {
+			if err := e.schedule(); err != nil {
+				return err
+			}
+		}
+		if e.cfg.Interval > 0 && len(e.pend) > 0 && e.tick < 0 {
+			// The next round: the first multiple of the interval after now (or now itself when
+			// a job arrived exactly on a round boundary that has not run yet).
+			next := (t/e.cfg.Interval + 1) * e.cfg.Interval
+			if !ticked && t%e.cfg.Interval == 0 {
+				next = t
+			}
+			e.tick = next
+			e.q.push(event{t: next, kind: evTick})
+		}
+	}
+	return nil
+}
+
+func (e *engine) nextTime() (time.Duration, bool) {
+	t, ok := time.Duration(math.MaxInt64), false
+	if e.next < len(e.jobs) {
+		t, ok = e.jobs[e.next].Submit, true
+	}
+	if e.q.len() > 0 && e.q.peek() < t {
+		t, ok = e.q.peek(), true
+	}
+	return t, ok
+}
+
+// stuck reports jobs the policy left waiting although nothing else can happen.
+func (e *engine) stuck() error {
+	var ids []trace.JobID
+	for _, j := range e.pend {
+		ids = append(ids, j.ID)
+		if len(ids) == 10 {
+			break
+		}
+	}
+	return fmt.Errorf("sim: policy %s left %d jobs waiting with nothing left to happen (first: %v)", e.pol.Name(), len(e.pend), ids)
+}
+
+// lookup finds a job by ID for policies.
+func (e *engine) lookup(id trace.JobID) *policy.Job {
+	if i, ok := e.idx[id]; ok {
+		return e.jobs[i]
+	}
+	return nil
+}

@@ -1,0 +1,115 @@
+package sim
+
+import (
+	"bufio"
+	"io"
+	"strconv"
+	"time"
+
+	"sharebench/trace"
+)
+
+// Kind names a decision-log event.
+type Kind string
+
+// The events of the decision log.
+const (
+	Submit  Kind = "submit"
+	Start   Kind = "start"
+	Preempt Kind = "preempt"
+	Finish  Kind = "finish"
+	Demote  Kind = "demote"
+	Promote Kind = "promote"
+)
+
+// Event is one entry of the decision log.
+type Event struct {
+	T        time.Duration
+	Kind     Kind
+	Job      trace.JobID
+	GPUs     []string // "node-index", for Start
+	SubBatch int      // for Start
+	Partners []trace.JobID
+	Reason   string
+	JCT      time.Duration // for Finish
+}
+
+// Observer receives the decision log, event by event, in order.
+type Observer func(Event)
+
+func (e *engine) emit(ev Event) {
+	if e.obs != nil {
+		e.obs(ev)
+	}
+}
+
+// JSONLWriter returns an Observer that writes each event as one JSON line to w, and a flush
+// function that returns the first write error.
+func JSONLWriter(w io.Writer) (Observer, func() error) {
+	bw := bufio.NewWriterSize(w, 1<<16)
+	var err error
+	var b []byte
+	obs := func(ev Event) {
+		if err != nil {
+			return
+		}
+		b = append(b[:0], `{"t_s":`...)
+		b = appendSeconds(b, ev.T)
+		b = append(b, `,"event":`...)
+		b = strconv.AppendQuote(b, string(ev.Kind))
+		b = append(b, `,"job":`...)
+		b = strconv.AppendInt(b, int64(ev.Job), 10)
+		if ev.Kind == Start {
+			b = append(b, `,"gpus":[`...)
+			for i, g := range ev.GPUs {
+				if i > 0 {
+					b = append(b, ',')
+				}
+				b = strconv.AppendQuote(b, g)
+			}
+			b = append(b, `],"sub_batch":`...)
+			b = strconv.AppendInt(b, int64(ev.SubBatch), 10)
+			b = append(b, `,"partners":[`...)
+			for i, p := range ev.Partners {
+				if i > 0 {
+					b = append(b, ',')
+				}
+				b = strconv.AppendInt(b, int64(p), 10)
+			}
+			b = append(b, ']')
+		}
+		if ev.Kind == Finish {
+			b = append(b, `,"jct_s":`...)
+			b = appendSeconds(b, ev.JCT)
+		}
+		if ev.Reason != "" {
+			b = append(b, `,"reason":`...)
+			b = strconv.AppendQuote(b, ev.Reason)
+		}
+		b = append(b, "}\n"...)
+		_, err = bw.Write(b)
+	}
+	flush := func() error {
+		if err != nil {
+			return err
+		}
+		return bw.Flush()
+	}
+	return obs, flush
+}
+
+// appendSeconds writes d in seconds with exactly three decimals, rounding half away from zero
+// on the integer nanosecond count (no float formatting, so output is exact and stable).
+func appendSeconds(b []byte, d time.Duration) []byte {
+	neg := d < 0
+	if neg {
+		d = -d
+		b = append(b, '-')
+	}
+	ms := (int64(d) + 500_000) / 1_000_000
+	b = strconv.AppendInt(b, ms/1000, 10)
+	b = append(b, '.')
+	f := ms % 1000
+	b = append(b, byte('0'+f/100), byte('0'+f/10%10), byte('0'+f%10))
+	return b
+}

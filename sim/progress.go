@@ -1,0 +1,327 @@
+package sim
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"sharebench/policy"
+	"sharebench/trace"
+)
+
+// advance moves the clock to t, accounting occupancy over the elapsed interval.
+func (e *engine) advance(t time.Duration) {
+	if t < e.now {
+		panic(fmt.Sprintf("sim: time went backwards from %v to %v", e.now, t))
+	}
+	e.util.add(e.now, t, e.cl.NumGPUs()-e.cl.Idle(), e.cl.Shared(), len(e.run), len(e.pend))
+	e.now = t
+}
+
+// arrive makes job i pending.
+func (e *engine) arrive(i int32) {
+	j := e.jobs[i]
+	j.Since = e.now
+	e.emit(Event{T: e.now, Kind: Submit, Job: j.ID})
+	e.enqueue(i)
+}
+
+// enqueue inserts job i into the pending list at its place in the policy's order.
+func (e *engine) enqueue(i int32) {
+	j := e.jobs[i]
+	if e.keyer != nil {
+		j.K = e.keyer.Key(j)
+	}
+	at, _ := slices.BinarySearchFunc(e.pend, j, pendCmp)
+	e.pend = slices.Insert(e.pend, at, j)
+	l := e.bySize[j.Size]
+	at, _ = slices.BinarySearchFunc(l, j, pendCmp)
+	e.bySize[j.Size] = slices.Insert(l, at, j)
+	e.fam[j.Family]++
+}
+
+// dequeue removes pending job j (with its key unchanged since enqueue).
+func (e *engine) dequeue(j *policy.Job) {
+	e.pend = deleteSorted(e.pend, j)
+	e.bySize[j.Size] = deleteSorted(e.bySize[j.Size], j)
+	e.fam[j.Family]--
+}
+
+func deleteSorted(l []*policy.Job, j *policy.Job) []*policy.Job {
+	at, found := slices.BinarySearchFunc(l, j, pendCmp)
+	if !found || l[at] != j {
+		panic(fmt.Sprintf("sim: job %d missing from the pending queue", j.ID))
+	}
+	return slices.Delete(l, at, at+1)
+}
+
+// pendCmp orders pending jobs by (key, submit, ID).
+func pendCmp(a, b *policy.Job) int { return policy.Compare(a.K, a, b.K, b) }
+
+// rekey moves a pending job whose key changed to its new place.
+func (e *engine) rekey(id trace.JobID) error {
+	j := e.lookup(id)
+	if j == nil || j.Running || j.Done {
+		return fmt.Errorf("rekey of job %d, which is not pending", id)
+	}
+	e.dequeue(j)
+	e.enqueue(e.idx[id])
+	return nil
+}
+
+// settle brings job i's lazily tracked progress up to now.
+func (e *engine) settle(i int32) {
+	j := e.jobs[i]
+	p := &j.P
+	dt := e.now - p.At
+	if dt <= 0 {
+		return
+	}
+	if e.stats[i].sharedNow {
+		e.stats[i].sharedFor += dt
+	}
+	p.Exec += dt
+	run := dt
+	if p.Overhead > 0 {
+		u := min(run, p.Overhead)
+		p.Overhead -= u
+		run -= u
+	}
+	p.Rem -= run.Seconds() * p.Rate
+	if p.Rem < 0 {
+		p.Rem = 0
+	}
+	p.At = e.now
+}
+
+// partners returns the distinct jobs sharing a GPU with j.
+func (e *engine) partners(j *policy.Job, buf []*policy.Job) []*policy.Job {
+	buf = buf[:0]
+	for _, g := range j.On {
+		for _, id := range e.cl.Jobs(g) {
+			if id != j.ID {
+				q := e.byID[id]
+				if !slices.Contains(buf, q) {
+					buf = append(buf, q)
+				}
+			}
+		}
+	}
+	return buf
+}
+
+// rerate recomputes the slowdown and rate of running job i (already settled) and reschedules its
+// completion.
+func (e *engine) rerate(i int32, buf []*policy.Job) []*policy.Job {
+	j := e.jobs[i]
+	buf = e.partners(j, buf)
+	xi := 1.0
+	for _, q := range buf {
+		x, ok := e.env.Xi(j, j.Opt, q, q.Opt)
+		if !ok {
+			panic(fmt.Sprintf("sim: job %d shares with job %d but the profile lacks the pair", j.ID, q.ID))
+		}
+		xi = max(xi, x)
+	}
+	st := &e.stats[i]
+	st.sharedNow = len(buf) > 0
+	if st.sharedNow && !st.everShared {
+		st.everShared = true
+		e.shared++
+	}
+	j.Xi = xi
+	j.P.Rate = 1 / (j.Options[j.Opt].Excl.Seconds() * xi)
+	e.ver[i]++
+	left := j.P.Overhead + time.Duration(math.Round(j.P.Rem/j.P.Rate*1e9))
+	e.q.push(event{t: e.now + left, kind: evFinish, job: i, ver: e.ver[i]})
+	return buf
+}
+
+// touch settles job i and its partners before a change of co-location; it returns them.
+func (e *engine) touch(i int32, buf []*policy.Job) []*policy.Job {
+	e.settle(i)
+	buf = e.partners(e.jobs[i], buf)
+	for _, q := range buf {
+		e.settle(e.idx[q.ID])
+	}
+	return buf
+}
+
+// finish completes running job i.
+func (e *engine) finish(i int32) {
+	j := e.jobs[i]
+	ps := e.touch(i, nil)
+	if rem := j.P.Rem; rem > 1e-6*math.Max(1, float64(j.Iters)) {
+		panic(fmt.Sprintf("sim: job %d finished with %g iterations left", j.ID, rem))
+	}
+	j.P.Rem = 0
+	j.Done = true
+	e.finished = append(e.finished, j.ID)
+	if err := e.cl.Release(j.ID); err != nil {
+		panic(fmt.Sprintf("sim: finishing job %d: %v", j.ID, err))
+	}
+	e.stopRunning(j)
+	st := &e.stats[i]
+	st.end = e.now
+	jct := e.now - j.Submit
+	if jct+time.Millisecond < st.soloBest {
+		panic(fmt.Sprintf("sim: job %d finished in %v, faster than its solo time %v", j.ID, jct, st.soloBest))
+	}
+	e.done++
+	e.emit(Event{T: e.now, Kind: Finish, Job: j.ID, JCT: jct})
+	var buf []*policy.Job
+	for _, q := range ps {
+		buf = e.rerate(e.idx[q.ID], buf)
+	}
+}
+
+func (e *engine) stopRunning(j *policy.Job) {
+	j.Running = false
+	j.Since, j.LastRun = e.now, e.now
+	k, found := slices.BinarySearchFunc(e.run, j.ID, func(a *policy.Job, id trace.JobID) int { return cmp.Compare(a.ID, id) })
+	if !found {
+		panic(fmt.Sprintf("sim: job %d not in the running list", j.ID))
+	}
+	e.run = slices.Delete(e.run, k, k+1)
+	delete(e.byID, j.ID)
+	e.stats[e.idx[j.ID]].sharedNow = false
+}
+
+// schedule asks the policy for a plan and applies it.
+func (e *engine) schedule() error {
+	e.nSched++
+	for again := true; again; {
+		st := &e.state
+		st.Now = e.now
+		st.Pending = e.pend
+		st.Running = e.run
+		st.Finished = e.finished
+		mark := e.cl.Mark()
+		plan, err := e.pol.Schedule(st)
+		e.cl.Rollback(mark)
+		e.finished = e.finished[:0]
+		if err != nil {
+			return fmt.Errorf("sim: %w", err)
+		}
+		// A plan that changes keys is followed at once by another call on the re-sorted queue.
+		again = len(plan.Rekey) > 0
+		for _, id := range plan.Rekey {
+			if err := e.rekey(id); err != nil {
+				return fmt.Errorf("sim: policy %s: %w", e.pol.Name(), err)
+			}
+		}
+		if again {
+			plan.Wake = 0
+		}
+		if err := e.apply(plan); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// apply validates and carries out a plan: stops first, then starts.
+func (e *engine) apply(plan policy.Plan) error {
+	name := e.pol.Name()
+	for _, n := range plan.Notes {
+		e.emit(Event{T: e.now, Kind: Kind(n.Event), Job: n.Job, Reason: n.Reason})
+	}
+	var buf []*policy.Job
+	for _, id := range plan.Stop {
+		i, ok := e.idx[id]
+		if !ok || !e.jobs[i].Running {
+			return fmt.Errorf("sim: policy %s: job %d: stop of a job that is not running", name, id)
+		}
+		j := e.jobs[i]
+		ps := e.touch(i, nil)
+		if err := e.cl.Release(id); err != nil {
+			return fmt.Errorf("sim: policy %s: job %d: %w", name, id, err)
+		}
+		e.stopRunning(j)
+		j.Preempts++
+		j.P.Overhead = 0
+		e.emit(Event{T: e.now, Kind: Preempt, Job: id})
+		e.enqueue(i)
+		for _, q := range ps {
+			buf = e.rerate(e.idx[q.ID], buf)
+		}
+	}
+	for _, pl := range plan.Start {
+		i, ok := e.idx[pl.Job]
+		if !ok {
+			return fmt.Errorf("sim: policy %s: start of unknown job %d", name, pl.Job)
+		}
+		j := e.jobs[i]
+		if j.Running || j.Submit > e.now || e.stats[i].end >= 0 {
+			return fmt.Errorf("sim: policy %s: job %d: start of a job that is not pending", name, pl.Job)
+		}
+		if pl.Opt < 0 || pl.Opt >= len(j.Options) {
+			return fmt.Errorf("sim: policy %s: job %d: option %d out of range", name, pl.Job, pl.Opt)
+		}
+		if len(pl.GPUs) != j.GPUs {
+			return fmt.Errorf("sim: policy %s: job %d: placed on %d GPUs, needs %d", name, pl.Job, len(pl.GPUs), j.GPUs)
+		}
+		if err := e.cl.CanPlace(j.ID, pl.GPUs, j.Options[pl.Opt].Mem); err != nil {
+			return fmt.Errorf("sim: policy %s: illegal plan: %w", name, err)
+		}
+		for _, g := range pl.GPUs {
+			for _, id := range e.cl.Jobs(g) {
+				q := e.byID[id]
+				_, ok1 := e.env.Xi(j, pl.Opt, q, q.Opt)
+				_, ok2 := e.env.Xi(q, q.Opt, j, pl.Opt)
+				if !ok1 || !ok2 {
+					return fmt.Errorf("sim: policy %s: job %d: illegal plan: shares GPU %s with job %d, a pair the profile lacks", name, pl.Job, e.cl.ID(g), id)
+				}
+			}
+		}
+		// Settle the future partners before their rates change.
+		for _, g := range pl.GPUs {
+			for _, id := range e.cl.Jobs(g) {
+				e.settle(e.idx[id])
+			}
+		}
+		if err := e.cl.Place(j.ID, pl.GPUs, j.Options[pl.Opt].Mem); err != nil {
+			return fmt.Errorf("sim: policy %s: illegal plan: %w", name, err)
+		}
+		e.dequeue(j)
+		e.startRunning(i, pl)
+		buf = e.rerate(i, buf)
+		for _, q := range slices.Clone(buf) {
+			buf = e.rerate(e.idx[q.ID], buf)
+		}
+	}
+	if plan.Wake > e.now && e.cfg.Interval == 0 && (e.wake == 0 || plan.Wake != e.wake) {
+		e.wake = plan.Wake
+		e.q.push(event{t: plan.Wake, kind: evWake})
+	}
+	return nil
+}
+
+func (e *engine) startRunning(i int32, pl policy.Placement) {
+	j := e.jobs[i]
+	j.Running = true
+	j.On = slices.Clone(pl.GPUs)
+	slices.Sort(j.On)
+	j.Opt = pl.Opt
+	j.Since = e.now
+	j.P.At = e.now
+	if j.Started && e.cfg.RestartCost {
+		j.P.Overhead = e.stats[i].restart
+	}
+	if !j.Started {
+		j.Started = true
+		e.stats[i].start = e.now
+	}
+	k, _ := slices.BinarySearchFunc(e.run, j.ID, func(a *policy.Job, id trace.JobID) int { return cmp.Compare(a.ID, id) })
+	e.run = slices.Insert(e.run, k, j)
+	e.byID[j.ID] = j
+	if e.obs != nil {
+		ids := make([]string, len(j.On))
+		for k, g := range j.On {
+			ids[k] = e.cl.ID(g).String()
+		}
+		e.emit(Event{T: e.now, Kind: Start, Job: j.ID, GPUs: ids, SubBatch: j.Options[pl.Opt].SubBatch, Partners: pl.Partners, Reason: pl.Reason})
+	}
+}

@@ -1,0 +1,149 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"sharebench/cluster"
+	"sharebench/policy"
+	"sharebench/profile"
+	"sharebench/trace"
+)
+
+// setup turns trace jobs into simulation jobs: it resolves each job's model through the model
+// map and the profile, lists its feasible sub-batches with their step times and memory, and
+// builds the slowdown matrices of the Env.
+type setup struct {
+	cfg    Config
+	prof   *profile.Table
+	cfgIdx map[string]int
+	names  []string
+	keys   []profile.Config // profile configuration of each index; Model "" for trace-only ones
+	gcs    []int            // GPU count of each class
+	notes  []string
+	noProf map[string]int // model/batch → jobs using the trace's iteration time
+	estMem bool
+	fams   map[[2]int]int // (first option's configuration, GPUs) → family
+}
+
+func (s *setup) intern(name string, c profile.Config) int {
+	if i, ok := s.cfgIdx[name]; ok {
+		return i
+	}
+	i := len(s.names)
+	s.cfgIdx[name] = i
+	s.names = append(s.names, name)
+	s.keys = append(s.keys, c)
+	return i
+}
+
+func (s *setup) class(gpus int) int {
+	if i := slices.Index(s.gcs, gpus); i >= 0 {
+		return i
+	}
+	s.gcs = append(s.gcs, gpus)
+	return len(s.gcs) - 1
+}
+
+// job builds the simulation job for t.
+func (s *setup) job(t trace.Job, file string) (*policy.Job, error) {
+	j := &policy.Job{Job: t}
+	capBytes := s.cfg.Shape.GPUMemBytes
+	where := fmt.Sprintf("%s:%d: job %d", file, t.Line, t.ID)
+	if t.Line == 0 {
+		where = fmt.Sprintf("%s: job %d", file, t.ID)
+	}
+	model, batch := s.cfg.ModelMap.Resolve(t.Model, t.Batch)
+	if s.prof != nil {
+		if s.prof.Model(model) == nil {
+			via := ""
+			if model != t.Model {
+				via = fmt.Sprintf(" (mapped from %q)", t.Model)
+			}
+			return nil, fmt.Errorf("%s: unknown model %q%s (known: %s)", where, model, via, strings.Join(s.prof.ModelNames(), ", "))
+		}
+		if batch == 0 {
+			batch = s.prof.DefaultBatch(model)
+		}
+		tooBig := int64(0)
+		for _, sub := range s.prof.SubBatches(model, batch) {
+			c := profile.Config{Model: model, Batch: batch, SubBatch: sub}
+			excl, ok := s.prof.IterTime(c, t.GPUs)
+			if !ok {
+				continue
+			}
+			mem, est, _ := s.prof.Mem(c)
+			s.estMem = s.estMem || est
+			if mem == 0 {
+				mem = capBytes // unknown memory: the job keeps its GPUs to itself
+			}
+			if mem > capBytes {
+				tooBig = mem
+				continue
+			}
+			j.Options = append(j.Options, policy.Option{SubBatch: sub, Excl: excl, Mem: mem, Cfg: s.intern(c.String(), c)})
+		}
+		if len(j.Options) == 0 && tooBig > 0 {
+			return nil, fmt.Errorf("%s: model %s needs %.1f GiB per GPU even at its smallest profiled sub-batch; GPUs have %.1f GiB", where, model, float64(tooBig)/float64(cluster.GiB), float64(capBytes)/float64(cluster.GiB))
+		}
+	}
+	if len(j.Options) == 0 {
+		if t.IterTime <= 0 {
+			if s.prof == nil {
+				return nil, fmt.Errorf("%s: no iteration time: the trace gives none and no profile was given", where)
+			}
+			return nil, fmt.Errorf("%s: the profile has no step time for %s at batch %d on %d GPUs and the trace gives no iteration time", where, model, batch, t.GPUs)
+		}
+		name := fmt.Sprintf("%s/%d (trace)", t.Model, t.Batch)
+		s.noProf[name]++
+		j.Options = []policy.Option{{SubBatch: t.Batch, Excl: t.IterTime, Mem: capBytes, Cfg: s.intern(name, profile.Config{})}}
+	}
+	j.GC = s.class(t.GPUs)
+	fk := [2]int{j.Options[0].Cfg, t.GPUs}
+	f, ok := s.fams[fk]
+	if !ok {
+		f = len(s.fams)
+		s.fams[fk] = f
+	}
+	j.Family = f
+	j.P.Rem = float64(t.Iters)
+	j.Xi = 1
+	return j, nil
+}
+
+// env builds the slowdown matrices for every configuration and GPU-count class seen.
+func (s *setup) env(mode profile.Mode) *policy.Env {
+	e := policy.NewEnv(s.cfg.Shape.MaxShare, mode, s.names, len(s.gcs))
+	if s.prof == nil {
+		return e
+	}
+	for gc, gpus := range s.gcs {
+		for a, ka := range s.keys {
+			if ka.Model == "" {
+				continue
+			}
+			for b, kb := range s.keys {
+				if kb.Model == "" {
+					continue
+				}
+				if xi, ok := s.prof.Slowdown(ka, kb, gpus, mode); ok {
+					e.SetXi(gc, a, b, xi)
+				}
+			}
+		}
+	}
+	return e
+}
+
+// solo returns the job's solo duration at its default option, and the shortest possible one.
+func solo(j *policy.Job) (def, best time.Duration) {
+	best = time.Duration(math.MaxInt64)
+	for _, o := range j.Options {
+		best = min(best, o.Excl)
+	}
+	n := float64(j.Iters)
+	return time.Duration(math.Round(n * float64(j.Options[0].Excl))), time.Duration(math.Round(n * float64(best)))
+}

@@ -1,0 +1,78 @@
+package trace
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// JobID identifies a job within one trace.
+type JobID int64
+
+// Job is the immutable specification of one training job.
+type Job struct {
+	ID       JobID
+	Submit   time.Duration // offset from trace start
+	GPUs     int           // gang size
+	Iters    int64         // total iterations (optimizer steps)
+	Model    string        // model key as in the trace, e.g. "resnet18", "vgg16", "bert"
+	Batch    int           // per-GPU batch; 0 = not given by the trace (the profile's default batch applies)
+	IterTime time.Duration // exclusive iteration time given by the trace; 0 if none
+	Line     int           // 1-based source line in the trace file; 0 for generated jobs
+}
+
+// Sort orders jobs by (Submit, ID), the order in which the simulator sees them. It is stable,
+// so jobs that compare equal keep their relative order.
+func Sort(jobs []Job) {
+	slices.SortStableFunc(jobs, func(a, b Job) int {
+		if c := cmp.Compare(a.Submit, b.Submit); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.ID, b.ID)
+	})
+}
+
+// Format names a trace dialect.
+type Format int
+
+const (
+	// FormatAuto detects the dialect from the header line.
+	FormatAuto Format = iota
+	// FormatCanonical is sharebench's own CSV: times in seconds, written by [Write].
+	FormatCanonical
+	// FormatMuri is the 13-column CSV of Muri and of the SJF-BSBF testbed: times in milliseconds.
+	FormatMuri
+	// FormatTiresias is the 7-column CSV of the Tiresias simulator: times in seconds, no batch.
+	FormatTiresias
+	// FormatPhilly is the cleaned Philly job table of the Pollux artifact, mapped to jobs by a
+	// seeded rule (see [Options]).
+	FormatPhilly
+)
+
+// formatNames lists the names of the formats, indexed by Format.
+var formatNames = [...]string{
+	FormatAuto:      "auto",
+	FormatCanonical: "canonical",
+	FormatMuri:      "muri",
+	FormatTiresias:  "tiresias",
+	FormatPhilly:    "philly",
+}
+
+// String returns the name of f as accepted by [ParseFormat].
+func (f Format) String() string {
+	if f >= 0 && int(f) < len(formatNames) {
+		return formatNames[f]
+	}
+	return fmt.Sprintf("Format(%d)", int(f))
+}
+
+// ParseFormat returns the format named s: "auto", "canonical", "muri", "tiresias" or "philly".
+func ParseFormat(s string) (Format, error) {
+	for f, name := range formatNames {
+		if s == name {
+			return Format(f), nil
+		}
+	}
+	return 0, fmt.Errorf("trace: unknown format %q (known: auto, canonical, muri, tiresias, philly)", s)
+}

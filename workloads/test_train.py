@@ -1,0 +1,500 @@
+"""Tests for train.py: protocol v1 with --dry-run (no torch needed) and the real models on CPU with --tiny.
+
+Run from the repository root:
+
+    python3 -m unittest discover -s workloads -p 'test_*.py'
+
+Tests that need torch and torchvision skip when they are not importable; the --dry-run tests always run.
+"""
+
+import contextlib
+import importlib.util
+import io
+import json
+import os
+import queue
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import types
+import unittest
+from unittest import mock
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+TRAIN = HERE / "train.py"
+CATALOG = json.loads((HERE / "catalog.json").read_text(encoding="utf-8"))["models"]
+MODELS = ("resnet50", "vgg16", "bert", "resnet18", "gpt2")
+
+HAVE_TORCH = all(importlib.util.find_spec(m) is not None for m in ("torch", "torchvision"))
+needs_torch = unittest.skipUnless(HAVE_TORCH, "torch and torchvision are not importable")
+
+# Generous: CI machines have two cores and may be shared, and the first touch of fresh memory can be slow.
+EVENT_TIMEOUT = 180.0
+EXIT_TIMEOUT = 60.0
+
+# One thread per process: with OpenMP spinning, two threads on a busy two-core machine can be 10x slower.
+TINY_CPU = ["--device", "cpu", "--tiny", "--threads", "1", "--warmup-steps", "1", "--warmup-seconds", "0"]
+DRY = ["--dry-run", "--warmup-steps", "1", "--warmup-seconds", "0"]
+
+START_FIELDS = {
+    "run", "model", "impl", "batch", "sub_batch", "accum", "amp", "tf32", "device", "gpu", "torch",
+    "torchvision", "transformers", "cuda", "cudnn", "python", "pid", "threads", "seed",
+}
+
+
+class Child:
+    """A train.py process whose stdout is read line by line (each line must be JSON) with timeouts."""
+
+    def __init__(self, args, argv_prefix=None):
+        prefix = argv_prefix or [sys.executable, str(TRAIN)]
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        self.proc = subprocess.Popen(
+            prefix + list(args), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            env=env, text=True, bufsize=1,
+        )
+        self.events = []
+        self._lines = queue.Queue()
+        self._stderr = []
+        self._pumps = [
+            threading.Thread(target=self._pump_stdout, daemon=True),
+            threading.Thread(target=lambda: self._stderr.extend(self.proc.stderr), daemon=True),
+        ]
+        for pump in self._pumps:
+            pump.start()
+
+    def _pump_stdout(self):
+        for line in self.proc.stdout:
+            self._lines.put(line)
+        self._lines.put(None)
+
+    @property
+    def stderr(self) -> str:
+        return "".join(self._stderr)
+
+    def next_event(self, timeout=EVENT_TIMEOUT):
+        """The next event, or None at EOF. Fails on a non-JSON stdout line."""
+        line = self._lines.get(timeout=timeout)
+        if line is None:
+            return None
+        try:
+            event = json.loads(line)
+        except ValueError as exc:
+            raise AssertionError(f"stdout line is not JSON: {line!r}") from exc
+        self.events.append(event)
+        return event
+
+    def expect(self, name, timeout=EVENT_TIMEOUT):
+        event = self.next_event(timeout)
+        if event is None or event["event"] != name:
+            raise AssertionError(f"want {name!r}, got {event!r}; stderr:\n{self.stderr[-3000:]}")
+        return event
+
+    def ready(self):
+        """Read start and ready; returns ready."""
+        self.expect("start")
+        return self.expect("ready")
+
+    def send(self, command):
+        self.proc.stdin.write(command + "\n")
+        self.proc.stdin.flush()
+
+    def close_stdin(self):
+        self.proc.stdin.close()
+
+    def drain(self, timeout=EXIT_TIMEOUT):
+        """Read the remaining events, wait for exit and return the exit code."""
+        deadline = time.monotonic() + timeout
+        while self.next_event(max(0.1, deadline - time.monotonic())) is not None:
+            pass
+        return self.proc.wait(max(0.1, deadline - time.monotonic()))
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(EXIT_TIMEOUT)
+        for pump in self._pumps:  # they end at EOF; closing their pipes under them would raise in the thread
+            pump.join(EXIT_TIMEOUT)
+        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            try:
+                stream.close()
+            except OSError:
+                pass
+
+
+def run_to_cap(test, args, argv_prefix=None):
+    """Start, wait for ready, send go, read to the end; returns (child, rc)."""
+    child = Child(args, argv_prefix)
+    test.addCleanup(child.kill)
+    child.ready()
+    child.send("go")
+    return child, child.drain()
+
+
+def by_event(events, name):
+    return [e for e in events if e["event"] == name]
+
+
+class StreamChecks:
+    """Assertions shared by the dry-run and torch tests (a mixin for unittest.TestCase)."""
+
+    def check_stream(self, events, *, model, batch, sub_batch, steps, exit_reason):
+        for e in events:
+            self.assertEqual(e["v"], 1, e)
+        names = [e["event"] for e in events]
+        self.assertEqual(names, ["start", "ready"] + ["step"] * steps + ["mem", "done"])
+
+        start = events[0]
+        self.assertLessEqual(START_FIELDS, set(start), "start event lacks fields")
+        k = batch // sub_batch
+        self.assertEqual((start["model"], start["batch"], start["sub_batch"], start["accum"]),
+                         (model, batch, sub_batch, k))
+        if CATALOG[model]["domain"] == "nlp":
+            self.assertIn("seq_len", start)
+        else:
+            self.assertIn("image_size", start)
+
+        ready = events[1]
+        for field in ("warmup_steps", "warmup_s", "mem_alloc_peak", "mem_reserved_peak", "mem_source"):
+            self.assertIn(field, ready)
+        self.assertGreaterEqual(ready["warmup_steps"], 1)
+
+        previous_end = 0
+        for i, step in enumerate(by_event(events, "step")):
+            self.assertEqual(step["i"], i)
+            self.assertEqual(len(step["micro_ms"]), k)
+            self.assertLess(step["t0_ns"], step["t1_ns"])
+            self.assertLessEqual(previous_end, step["t0_ns"], "steps overlap")
+            previous_end = step["t1_ns"]
+            # The reported step time is exactly the timestamp difference the runner will compute itself.
+            self.assertEqual(step["step_ms"], (step["t1_ns"] - step["t0_ns"]) / 1e6)
+            self.assertLessEqual(sum(step["micro_ms"]), step["step_ms"])
+            self.assertEqual(step["samples"], batch)
+
+        mem, done = events[-2], events[-1]
+        self.assertIn("max_allocated", mem)
+        self.assertIn("max_reserved", mem)
+        self.assertEqual(done, {"v": 1, "event": "done", "steps": steps, "exit": exit_reason})
+
+
+def step_overheads_us(events):
+    """Gaps between one step's end and the next step's start: the loop's own cost (JSON, flag checks)."""
+    steps = by_event(events, "step")
+    return [(b["t0_ns"] - a["t1_ns"]) / 1e3 for a, b in zip(steps, steps[1:])]
+
+
+class DryRunTests(StreamChecks, unittest.TestCase):
+    """The protocol with synthetic timings: needs no torch."""
+
+    def test_stream_to_cap(self):
+        child, rc = run_to_cap(self, ["--model", "resnet50", "--batch", "8", "--sub-batch", "2",
+                                      "--max-steps", "5", *DRY])
+        self.assertEqual(rc, 0, child.stderr)
+        self.check_stream(child.events, model="resnet50", batch=8, sub_batch=2, steps=5, exit_reason="cap")
+        self.assertEqual(child.events[0]["impl"], "dry-run")
+
+    def test_without_torch(self):
+        # Make "import torch" fail in the child, as on a host without torch, and run train.py as __main__.
+        code = ("import runpy, sys\n"
+                "for name in ('torch', 'torchvision', 'transformers'):\n"
+                "    sys.modules[name] = None\n"
+                "sys.argv = sys.argv[1:]\n"
+                "runpy.run_path(sys.argv[0], run_name='__main__')\n")
+        child, rc = run_to_cap(self, ["--model", "bert", "--batch", "4", "--sub-batch", "1", "--max-steps", "3",
+                                      *DRY], argv_prefix=[sys.executable, "-c", code, str(TRAIN)])
+        self.assertEqual(rc, 0, child.stderr)
+        self.check_stream(child.events, model="bert", batch=4, sub_batch=1, steps=3, exit_reason="cap")
+
+    def test_stop(self):
+        child = Child(["--model", "vgg16", "--batch", "4", *DRY])
+        self.addCleanup(child.kill)
+        child.ready()
+        child.send("go")
+        child.expect("step")
+        child.expect("step")
+        child.send("stop")
+        self.assertEqual(child.drain(), 0, child.stderr)
+        steps = len(by_event(child.events, "step"))
+        self.check_stream(child.events, model="vgg16", batch=4, sub_batch=4, steps=steps, exit_reason="ok")
+
+    def test_eof_is_stop(self):
+        child = Child(["--model", "gpt2", "--batch", "2", *DRY])
+        self.addCleanup(child.kill)
+        child.ready()
+        child.send("go")
+        child.expect("step")
+        child.close_stdin()
+        self.assertEqual(child.drain(), 0, child.stderr)
+        self.assertEqual(child.events[-1]["exit"], "ok")
+
+    def test_eof_before_go(self):
+        child = Child(["--model", "resnet18", "--batch", "8", *DRY])
+        self.addCleanup(child.kill)
+        child.ready()
+        child.close_stdin()
+        self.assertEqual(child.drain(), 0, child.stderr)
+        self.assertEqual([e["event"] for e in child.events], ["start", "ready", "mem", "done"])
+        self.assertEqual(child.events[-1]["steps"], 0)
+
+    def test_warmup_takes_steps_and_seconds(self):
+        child = Child(["--model", "bert", "--batch", "2", "--dry-run", "--warmup-steps", "3",
+                       "--warmup-seconds", "0.3"])
+        self.addCleanup(child.kill)
+        ready = child.ready()
+        self.assertGreaterEqual(ready["warmup_steps"], 3)
+        self.assertGreaterEqual(ready["warmup_s"], 0.3)
+
+    def test_inject_oom(self):
+        for phase, before in (("build", ["start"]), ("warmup", ["start"]), ("measure", ["start", "ready"])):
+            with self.subTest(phase=phase):
+                child = Child(["--model", "resnet50", "--batch", "4", "--inject", f"oom@{phase}", *DRY])
+                self.addCleanup(child.kill)
+                child.send("go")
+                self.assertEqual(child.drain(), 3, child.stderr)
+                self.assertEqual([e["event"] for e in child.events], before + ["oom"])
+                self.assertEqual(child.events[-1]["phase"], phase)
+                self.assertIn("out of memory", child.events[-1]["msg"])
+
+    def test_inject_crash(self):
+        child = Child(["--model", "resnet50", "--batch", "4", "--inject", "crash@2", *DRY])
+        self.addCleanup(child.kill)
+        child.send("go")
+        rc = child.drain()
+        self.assertNotIn(rc, (0, 2, 3))
+        self.assertEqual(len(by_event(child.events, "step")), 2)
+        self.assertIn("Traceback", child.stderr)
+
+    def test_inject_hang(self):
+        child = Child(["--model", "resnet50", "--batch", "4", "--inject", "hang", *DRY])
+        self.addCleanup(child.kill)
+        child.ready()
+        child.send("go")
+        child.send("stop")
+        with self.assertRaises(queue.Empty):
+            child.next_event(timeout=0.5)
+        self.assertIsNone(child.proc.poll(), "a hung child must not exit by itself")
+
+    def test_usage_errors(self):
+        cases = {
+            "sub-batch does not divide batch": ["--model", "resnet50", "--batch", "8", "--sub-batch", "3"],
+            "zero sub-batch": ["--model", "resnet50", "--batch", "8", "--sub-batch", "0"],
+            "unknown model": ["--model", "alexnet"],
+            "bad injection": ["--model", "bert", "--inject", "oom@later"],
+            "sequence too long": ["--model", "bert", "--seq-len", "4096"],
+            "image too small": ["--model", "vgg16", "--image-size", "16"],
+            "unknown implementation": ["--model", "bert", "--impl", "jax"],
+            "bad memory fraction": ["--model", "bert", "--mem-fraction", "1.5"],
+        }
+        for name, args in cases.items():
+            with self.subTest(name):
+                proc = subprocess.run([sys.executable, str(TRAIN), *args, "--dry-run"], capture_output=True,
+                                      text=True, timeout=EXIT_TIMEOUT, stdin=subprocess.DEVNULL)
+                self.assertEqual(proc.returncode, 2, proc.stderr)
+                self.assertEqual(proc.stdout, "", "usage errors must not write to stdout")
+
+    def test_catalog(self):
+        for key in MODELS:
+            entry = CATALOG[key]
+            with self.subTest(key):
+                self.assertEqual(entry["min_sub_batch"], 1 if entry["domain"] == "nlp" else 8)
+                self.assertGreater(entry["default_batch"], 0)
+                self.assertTrue(entry["impls"])
+                self.assertIn("tiny", entry)
+        self.assertEqual(list(CATALOG["bert"]["impls"]), ["transformers", "torch-encoder"])
+        self.assertEqual(list(CATALOG["gpt2"]["impls"]), ["transformers", "torch-decoder"])
+
+
+@needs_torch
+class TorchTinyTests(StreamChecks, unittest.TestCase):
+    """The real models on CPU with --tiny (Debian 12: torch 1.13, torchvision 0.14, no transformers)."""
+
+    observed = {}
+
+    @classmethod
+    def tearDownClass(cls):
+        if cls.observed:
+            lines = [f"{'model':10} {'impl':14} {'median step ms':>15} {'median gap us':>14}"]
+            for model, (impl, step_ms, gap_us) in cls.observed.items():
+                lines.append(f"{model:10} {impl:14} {step_ms:15.1f} {gap_us:14.1f}")
+            print("\ntiny CPU runs (batch 4, sub-batch 2):\n" + "\n".join(lines), file=sys.stderr)
+
+    def test_each_model(self):
+        for model in MODELS:
+            with self.subTest(model):
+                child, rc = run_to_cap(self, ["--model", model, "--batch", "4", "--sub-batch", "2",
+                                              "--max-steps", "3", *TINY_CPU])
+                self.assertEqual(rc, 0, child.stderr[-3000:])
+                self.check_stream(child.events, model=model, batch=4, sub_batch=2, steps=3, exit_reason="cap")
+                start, ready = child.events[0], child.events[1]
+                self.assertEqual(start["device"], "cpu")
+                self.assertIn(start["impl"], CATALOG[model]["impls"])
+                self.assertEqual(ready["mem_source"], "rss")
+                self.assertGreater(ready["mem_reserved_peak"], 0)
+                self.assertGreater(ready["params"], 0)
+                steps = by_event(child.events, "step")
+                self.observed[model] = (start["impl"], statistics.median(s["step_ms"] for s in steps),
+                                        statistics.median(step_overheads_us(child.events)))
+
+    def test_stop(self):
+        child = Child(["--model", "bert", "--batch", "2", *TINY_CPU])
+        self.addCleanup(child.kill)
+        child.ready()
+        child.send("go")
+        child.expect("step")
+        child.expect("step")
+        child.send("stop")
+        self.assertEqual(child.drain(), 0, child.stderr[-3000:])
+        steps = len(by_event(child.events, "step"))
+        self.check_stream(child.events, model="bert", batch=2, sub_batch=2, steps=steps, exit_reason="ok")
+
+    def test_eof_is_stop(self):
+        child = Child(["--model", "gpt2", "--batch", "2", "--sub-batch", "1", *TINY_CPU])
+        self.addCleanup(child.kill)
+        child.ready()
+        child.send("go")
+        child.expect("step")
+        child.close_stdin()
+        self.assertEqual(child.drain(), 0, child.stderr[-3000:])
+        self.assertEqual(child.events[-1]["exit"], "ok")
+
+    def test_inject_oom_warmup(self):
+        child = Child(["--model", "bert", "--batch", "2", "--inject", "oom@warmup", *TINY_CPU])
+        self.addCleanup(child.kill)
+        self.assertEqual(child.drain(), 3, child.stderr[-3000:])
+        self.assertEqual([e["event"] for e in child.events], ["start", "oom"])
+        self.assertEqual(child.events[-1]["phase"], "warmup")
+
+    def test_inject_crash(self):
+        child = Child(["--model", "bert", "--batch", "2", "--inject", "crash@1", *TINY_CPU])
+        self.addCleanup(child.kill)
+        child.ready()
+        child.send("go")
+        rc = child.drain()
+        self.assertNotIn(rc, (0, 2, 3))
+        self.assertEqual(len(by_event(child.events, "step")), 1)
+        self.assertIn("Traceback", child.stderr)
+
+    def test_bf16_autocast(self):
+        child, rc = run_to_cap(self, ["--model", "gpt2", "--batch", "2", "--amp", "bf16", "--max-steps", "1",
+                                      *TINY_CPU])
+        self.assertEqual(rc, 0, child.stderr[-3000:])
+        self.assertEqual(child.events[0]["amp"], "bf16")
+
+
+@needs_torch
+class ModelTests(unittest.TestCase):
+    """In-process checks of models.py and torch_session.py."""
+
+    @classmethod
+    def setUpClass(cls):
+        sys.path.insert(0, str(HERE))
+        import torch  # noqa: PLC0415 - only when torch exists
+
+        torch.set_num_threads(1)
+
+    def test_fallback_sizes_match_catalog(self):
+        import models  # noqa: PLC0415
+
+        for key, impl in (("bert", "torch-encoder"), ("gpt2", "torch-decoder")):
+            with self.subTest(key):
+                model = models.build(key, impl, image_size=None, seq_len=128, tiny=False).model
+                params = sum(p.numel() for p in model.parameters())
+                self.assertEqual(params, CATALOG[key]["impls"][impl]["params"])
+                head = model.decoder if key == "bert" else model.lm_head
+                self.assertIs(head.weight, model.tokens.weight, "output projection must be tied")
+
+    def test_transformers_wiring(self):
+        """The transformers path, against a stand-in module (Debian 12 does not package transformers)."""
+        import torch  # noqa: PLC0415
+        import models  # noqa: PLC0415
+
+        class Config:
+            def __init__(self, **kwargs):
+                self.kwargs = kwargs
+
+        class LM(torch.nn.Module):
+            def __init__(self, config):
+                super().__init__()
+                self.config = config
+                self.weight = torch.nn.Parameter(torch.ones(1))
+
+            def forward(self, input_ids, attention_mask, labels):
+                self.seen = (input_ids.shape, attention_mask.shape, labels is input_ids)
+                return types.SimpleNamespace(loss=self.weight.sum() * input_ids.float().mean())
+
+        fake = types.ModuleType("transformers")
+        fake.__version__ = "0.0-test"
+        fake.BertConfig = fake.GPT2Config = Config
+        fake.BertForMaskedLM = fake.GPT2LMHeadModel = LM
+
+        with mock.patch.dict(sys.modules, {"transformers": fake}):
+            self.assertEqual(models.resolve_impl("bert", "auto", CATALOG["bert"]["impls"]), "transformers")
+            bert = models.build("bert", "transformers", image_size=None, seq_len=16, tiny=True)
+            gpt2 = models.build("gpt2", "transformers", image_size=None, seq_len=16, tiny=False)
+        self.assertEqual(bert.model.config.kwargs, dict(
+            vocab_size=1000, hidden_size=128, num_hidden_layers=2, num_attention_heads=2, intermediate_size=512,
+            max_position_embeddings=512))
+        self.assertEqual(gpt2.model.config.kwargs, dict(
+            vocab_size=50257, n_embd=768, n_layer=12, n_head=12, n_inner=3072, n_positions=1024, use_cache=False))
+        batch = bert.make_batch(3, torch.device("cpu"))
+        bert.loss(bert.model, batch).backward()
+        self.assertEqual(bert.model.seen, (torch.Size([3, 16]), torch.Size([3, 16]), True))
+
+        # "import transformers" fails; the fallback notice goes to stderr, kept out of the test output.
+        with mock.patch.dict(sys.modules, {"transformers": None}), contextlib.redirect_stderr(io.StringIO()):
+            self.assertEqual(models.resolve_impl("bert", "auto", CATALOG["bert"]["impls"]), "torch-encoder")
+            self.assertEqual(models.resolve_impl("gpt2", "auto", CATALOG["gpt2"]["impls"]), "torch-decoder")
+            with self.assertRaises(models.UnavailableImplementation):
+                models.resolve_impl("bert", "transformers", CATALOG["bert"]["impls"])
+
+    def test_oom_detection(self):
+        import torch  # noqa: PLC0415
+        import torch_session  # noqa: PLC0415
+
+        self.assertTrue(torch_session.is_cuda_oom(RuntimeError("CUDA out of memory. Tried to allocate 2 GiB")))
+        self.assertTrue(torch_session.is_cuda_oom(torch_session.TorchSession.synthetic_oom("build")))
+        self.assertFalse(torch_session.is_cuda_oom(RuntimeError("shape mismatch")))
+        self.assertFalse(torch_session.is_cuda_oom(ValueError("out of memory")))
+        if hasattr(torch.cuda, "OutOfMemoryError"):
+            self.assertTrue(torch_session.is_cuda_oom(torch.cuda.OutOfMemoryError("x")))
+
+    def test_ddp_accumulation_uses_no_sync(self):
+        import torch  # noqa: PLC0415
+        import torch.distributed as dist  # noqa: PLC0415
+        import models  # noqa: PLC0415
+        import torch_session  # noqa: PLC0415
+
+        if not dist.is_available():
+            self.skipTest("torch.distributed is not available")
+        with tempfile.TemporaryDirectory() as tmp:
+            dist.init_process_group("gloo", init_method=Path(tmp, "rendezvous").as_uri(), rank=0, world_size=1)
+            try:
+                workload = models.build("bert", "torch-encoder", image_size=None, seq_len=8, tiny=True)
+                model = torch_session.wrap_distributed(workload.model, torch.device("cpu"))
+                self.assertIsInstance(model, torch.nn.parallel.DistributedDataParallel)
+                entered = []
+                real_no_sync = model.no_sync
+
+                def counting_no_sync():
+                    entered.append(1)
+                    return real_no_sync()
+
+                model.no_sync = counting_no_sync
+                batch = workload.make_batch(6, torch.device("cpu"))
+                micro = [lambda j=j: {n: t[2 * j:2 * j + 2] for n, t in batch.items()} for j in range(3)]
+                t0, t1, micro_ns = torch_session.accumulation_step(
+                    model, workload.make_optimizer(model.parameters()), micro, workload.loss,
+                    contextlib.nullcontext, lambda: None)
+                self.assertEqual(len(entered), 2, "first k-1 of k=3 micro-steps skip the all-reduce")
+                self.assertEqual(len(micro_ns), 3)
+                self.assertLess(t0, t1)
+                self.assertTrue(all(p.grad is None for p in model.parameters()), "zero_grad(set_to_none=True)")
+            finally:
+                dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    unittest.main()

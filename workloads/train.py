@@ -1,0 +1,492 @@
+#!/usr/bin/env python3
+"""sharebench workload: one training process that speaks protocol v1 (JSON lines) on stdout and stdin.
+
+The runner starts this script once per solo or pair run. The process builds a model with random weights and
+synthetic data on the device, warms up, prints ``ready`` and waits for ``go``; it then times every optimizer step
+(k = batch / sub-batch gradient-accumulation micro-steps plus the update) until ``stop``, EOF on stdin or the step
+cap. See README.md for the protocol, the flags and the exit codes.
+
+This file imports only the standard library. torch (and torchvision, transformers) are imported by
+``torch_session`` and ``models``, which ``--dry-run`` never loads, so the protocol can be exercised on hosts
+without torch.
+"""
+
+import argparse
+import dataclasses
+import json
+import os
+import platform
+import random
+import sys
+import threading
+import time
+import traceback
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+
+PROTOCOL_VERSION = 1
+
+EXIT_OK = 0
+EXIT_ERROR = 1  # setup failure (no CUDA device, implementation not available); uncaught exceptions also exit 1
+EXIT_USAGE = 2
+EXIT_OOM = 3
+
+CATALOG_PATH = Path(__file__).resolve().parent / "catalog.json"
+
+MIN_IMAGE_SIZE = 32  # ResNet and VGG halve the resolution five times
+OOM_MESSAGE_LIMIT = 2000  # characters of the exception text carried in the oom event
+INJECT_PHASES = ("build", "warmup", "measure")
+DEFAULT_THREADS = 2  # as Muri: leaves CPU for the co-runner in pair runs
+
+# --dry-run timing and memory model: small, deterministic (seeded jitter) and monotone in the sub-batch, so that
+# protocol tests run fast and still see k micro-steps whose cost grows with b.
+DRY_MICRO_BASE_MS = 0.5
+DRY_MICRO_PER_SAMPLE_MS = 0.02
+DRY_OPTIMIZER_MS = 0.2
+DRY_JITTER = 0.05
+DRY_MEM_BASE = 512 << 20
+DRY_MEM_PER_SAMPLE = 16 << 20
+
+# A timing triple returned by a session's step(): start and end (time.monotonic_ns) and each micro-step's
+# duration in nanoseconds.
+StepTiming = Tuple[int, int, List[int]]
+
+
+class UsageError(Exception):
+    """Invalid combination of flags; reported through argparse, exit code 2."""
+
+
+class SetupError(Exception):
+    """The host cannot run the requested configuration (e.g. --device cuda without a GPU); exit code 1."""
+
+
+class InjectedCrash(RuntimeError):
+    """Raised by --inject crash@N. Deliberately not caught, so the process dies with a traceback."""
+
+
+class SyntheticOOM(RuntimeError):
+    """The out-of-memory error --dry-run raises for --inject oom@PHASE."""
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Configuration
+
+
+@dataclasses.dataclass(frozen=True)
+class Injection:
+    """A failure to inject: ``kind`` is "", "oom", "crash" or "hang"."""
+
+    kind: str = ""
+    phase: str = ""
+    step: int = -1
+
+    def oom_in(self, phase: str) -> bool:
+        return self.kind == "oom" and self.phase == phase
+
+    def crash_at(self, step: int) -> bool:
+        return self.kind == "crash" and self.step == step
+
+
+def parse_injection(text: Optional[str]) -> Injection:
+    """Parse ``--inject``: oom@build, oom@warmup, oom@measure, crash@N (N = measured step index) or hang."""
+    if not text:
+        return Injection()
+    if text == "hang":
+        return Injection(kind="hang")
+    kind, _, arg = text.partition("@")
+    if kind == "oom" and arg in INJECT_PHASES:
+        return Injection(kind="oom", phase=arg)
+    if kind == "crash" and arg.isdigit():
+        return Injection(kind="crash", step=int(arg))
+    raise UsageError(f"--inject {text!r}: want oom@build, oom@warmup, oom@measure, crash@N or hang")
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """Validated settings of one workload process."""
+
+    model: str
+    domain: str  # "cv" or "nlp"
+    impls: Tuple[str, ...]
+    impl: str  # requested: "auto" or an implementation key
+    batch: int
+    sub_batch: int
+    accum: int
+    seq_len: Optional[int]
+    image_size: Optional[int]
+    device: str
+    warmup_steps: int
+    warmup_seconds: float
+    max_steps: int
+    amp: str
+    tf32: bool
+    threads: int
+    seed: int
+    run_id: str
+    h2d: bool
+    tiny: bool
+    dry_run: bool
+    mem_fraction: Optional[float]
+    inject: Injection
+
+
+def load_catalog(path: Path = CATALOG_PATH) -> Dict[str, dict]:
+    """The model catalog (catalog.json) keyed by model name."""
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)["models"]
+
+
+def build_parser(catalog: Dict[str, dict]) -> argparse.ArgumentParser:
+    """Command-line flags (RUNNER.md §6)."""
+    p = argparse.ArgumentParser(
+        prog="train.py",
+        description="sharebench training workload speaking protocol v1 (JSON lines) on stdout/stdin.",
+    )
+    p.add_argument("--model", required=True, choices=list(catalog), help="model key from catalog.json")
+    p.add_argument("--impl", default="auto",
+                   help="implementation key from catalog.json, or 'auto' (transformers if importable)")
+    p.add_argument("--batch", type=int, help="global per-GPU batch B (default: the catalog's default_batch)")
+    p.add_argument("--sub-batch", type=int, help="micro-batch b; B/b must be an integer (default: B)")
+    p.add_argument("--seq-len", type=int, help="sequence length for NLP models (default 128; 32 with --tiny)")
+    p.add_argument("--image-size", type=int, help="image side for CNNs (default 224; 32 with --tiny)")
+    p.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
+    p.add_argument("--warmup-steps", type=int, default=20, help="at least this many warm-up steps")
+    p.add_argument("--warmup-seconds", type=float, default=10.0, help="and at least this long")
+    p.add_argument("--max-steps", type=int, default=0, help="step cap after go (0: none; stop ends the run)")
+    p.add_argument("--amp", choices=("off", "bf16"), default="off")
+    p.add_argument("--tf32", action="store_true", help="allow TF32 matmuls and convolutions (default off)")
+    p.add_argument("--threads", type=int, default=DEFAULT_THREADS, help="torch and OpenMP CPU threads")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--run-id", default="", help="run identifier echoed in the start event")
+    p.add_argument("--h2d", action="store_true", help="copy each micro-batch from pinned host memory")
+    p.add_argument("--tiny", action="store_true", help="shrink models and inputs for CPU tests")
+    p.add_argument("--dry-run", action="store_true", help="synthetic timings, no torch import")
+    p.add_argument("--mem-fraction", type=float,
+                   help="cap this process's CUDA caching allocator at F of the GPU memory (emulates a smaller GPU)")
+    p.add_argument("--inject", help="oom@build | oom@warmup | oom@measure | crash@N | hang")
+    return p
+
+
+def resolve_config(args: argparse.Namespace, catalog: Dict[str, dict]) -> Config:
+    """Apply catalog defaults and check the flags; raises UsageError."""
+    entry = catalog[args.model]
+    impls = tuple(entry["impls"])
+    if args.impl != "auto" and args.impl not in impls:
+        raise UsageError(f"--impl {args.impl!r}: {args.model} has {', '.join(impls)} (or auto)")
+
+    batch = entry["default_batch"] if args.batch is None else args.batch
+    sub_batch = batch if args.sub_batch is None else args.sub_batch
+    if batch < 1 or sub_batch < 1:
+        raise UsageError("--batch and --sub-batch must be positive")
+    if batch % sub_batch:
+        raise UsageError(f"--sub-batch {sub_batch} does not divide --batch {batch}")
+
+    tiny = entry.get("tiny", {}) if args.tiny else {}
+    seq_len = image_size = None
+    if entry["domain"] == "nlp":
+        seq_len = args.seq_len or tiny.get("seq_len") or entry["seq_len"]
+        if not 2 <= seq_len <= entry["max_seq_len"]:
+            raise UsageError(f"--seq-len {seq_len}: {args.model} takes 2..{entry['max_seq_len']}")
+    else:
+        image_size = args.image_size or tiny.get("image_size") or entry["image_size"]
+        if image_size < MIN_IMAGE_SIZE:
+            raise UsageError(f"--image-size {image_size}: at least {MIN_IMAGE_SIZE}")
+
+    if args.warmup_steps < 0 or args.warmup_seconds < 0 or args.max_steps < 0:
+        raise UsageError("--warmup-steps, --warmup-seconds and --max-steps must not be negative")
+    if args.threads < 1:
+        raise UsageError("--threads must be at least 1")
+    if args.mem_fraction is not None and not 0 < args.mem_fraction <= 1:
+        raise UsageError("--mem-fraction must be in (0, 1]")
+
+    return Config(
+        model=args.model, domain=entry["domain"], impls=impls, impl=args.impl,
+        batch=batch, sub_batch=sub_batch, accum=batch // sub_batch,
+        seq_len=seq_len, image_size=image_size, device=args.device,
+        warmup_steps=args.warmup_steps, warmup_seconds=args.warmup_seconds, max_steps=args.max_steps,
+        amp=args.amp, tf32=args.tf32, threads=args.threads, seed=args.seed, run_id=args.run_id,
+        h2d=args.h2d, tiny=args.tiny, dry_run=args.dry_run, mem_fraction=args.mem_fraction,
+        inject=parse_injection(args.inject),
+    )
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Protocol I/O
+
+
+def claim_stdout():
+    """Reserve the real stdout for protocol lines and return a text stream on it.
+
+    File descriptor 1 is pointed at stderr afterwards, so anything else that writes to stdout - Python code or a
+    C extension printing a warning - lands in the run's log instead of the protocol stream.
+    """
+    sys.stdout.flush()
+    protocol_fd = os.dup(1)
+    os.dup2(2, 1)
+    return os.fdopen(protocol_fd, "w", encoding="utf-8", buffering=1)
+
+
+class Protocol:
+    """Writes protocol v1 events: one compact JSON object per line, flushed at once."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def emit(self, event: str, **fields) -> None:
+        record = {"v": PROTOCOL_VERSION, "event": event}
+        record.update(fields)
+        self._stream.write(json.dumps(record, separators=(",", ":")) + "\n")
+        self._stream.flush()
+
+
+class Commands:
+    """Reads the parent's commands from stdin on a background thread.
+
+    ``go`` releases :meth:`wait_for_go`; ``stop`` or EOF sets :attr:`stop_requested`, which the main loop checks
+    between steps (EOF counts as stop, so a child never outlives a dead parent). The thread uses os.read on the
+    raw descriptor: a daemon thread blocked inside sys.stdin's buffered reader can abort interpreter shutdown.
+    """
+
+    def __init__(self, fd: int = 0):
+        self._fd = fd
+        self._cond = threading.Condition()
+        self.go_received = False
+        self.stop_requested = False
+        self._thread = threading.Thread(target=self._read, name="commands", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def wait_for_go(self) -> None:
+        """Block until go, stop or EOF arrives."""
+        with self._cond:
+            self._cond.wait_for(lambda: self.go_received or self.stop_requested)
+
+    def _read(self) -> None:
+        pending = b""
+        while True:
+            try:
+                chunk = os.read(self._fd, 4096)
+            except OSError:  # stdin closed or not open at all: the same as EOF
+                chunk = b""
+            if not chunk:
+                break
+            pending += chunk
+            while b"\n" in pending:
+                line, pending = pending.split(b"\n", 1)
+                self._handle(line)
+        self._handle(pending)  # a last command without a newline
+        self._set("stop_requested")
+
+    def _handle(self, raw: bytes) -> None:
+        command = raw.decode("utf-8", "replace").strip()
+        if command == "go":
+            self._set("go_received")
+        elif command == "stop":
+            self._set("stop_requested")
+        elif command:
+            log(f"ignoring unknown command {command!r}")
+
+    def _set(self, flag: str) -> None:
+        with self._cond:
+            setattr(self, flag, True)
+            self._cond.notify_all()
+
+
+def log(message: str) -> None:
+    """Human-readable diagnostics go to stderr, never stdout."""
+    print(f"sharebench: {message}", file=sys.stderr, flush=True)
+
+
+def ms(ns: int) -> float:
+    """Nanoseconds to milliseconds, unrounded: step_ms is exactly (t1_ns - t0_ns) / 1e6."""
+    return ns / 1e6
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Sessions: what actually runs a step. TorchSession lives in torch_session.py.
+
+
+class DrySession:
+    """A stand-in for training that never imports torch.
+
+    Each micro-step sleeps a synthetic, seeded time, so the timestamps in the stream are real monotonic times and
+    the parent can exercise barriers and overlap windows. Memory figures are synthetic too (``mem_source``
+    "dry-run").
+    """
+
+    mem_source = "dry-run"
+
+    def __init__(self, cfg: Config):
+        self._cfg = cfg
+        self._rng = random.Random(cfg.seed)
+        self._micro_s = (DRY_MICRO_BASE_MS + DRY_MICRO_PER_SAMPLE_MS * cfg.sub_batch) / 1e3
+
+    def start_fields(self) -> dict:
+        return {
+            "impl": "dry-run",
+            "device": "cuda:0" if self._cfg.device == "cuda" else "cpu",
+            "gpu": None,
+            "torch": None, "torchvision": None, "transformers": None, "cuda": None, "cudnn": None,
+        }
+
+    def build(self) -> None:
+        """Nothing to build."""
+
+    def params(self) -> int:
+        return 0
+
+    def step(self) -> StepTiming:
+        t0 = time.monotonic_ns()
+        micro = []
+        for _ in range(self._cfg.accum):
+            start = time.monotonic_ns()
+            time.sleep(self._micro_s * self._rng.uniform(1 - DRY_JITTER, 1 + DRY_JITTER))
+            micro.append(time.monotonic_ns() - start)
+        time.sleep(DRY_OPTIMIZER_MS / 1e3)
+        return t0, time.monotonic_ns(), micro
+
+    def memory_peaks(self) -> Tuple[int, int]:
+        allocated = DRY_MEM_BASE + DRY_MEM_PER_SAMPLE * self._cfg.sub_batch
+        return allocated, allocated + allocated // 4
+
+    @staticmethod
+    def is_oom(exc: BaseException) -> bool:
+        return isinstance(exc, SyntheticOOM)
+
+    @staticmethod
+    def synthetic_oom(phase: str) -> BaseException:
+        return SyntheticOOM(f"CUDA out of memory. Tried to allocate 2.00 GiB (synthetic: --inject oom@{phase})")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The run
+
+
+def start_event(cfg: Config, session) -> dict:
+    """Fields of the start event: the configuration, then what the session reports about the host."""
+    fields = {"run": cfg.run_id, "model": cfg.model}
+    host = session.start_fields()
+    fields["impl"] = host.pop("impl")
+    fields.update(batch=cfg.batch, sub_batch=cfg.sub_batch, accum=cfg.accum)
+    if cfg.seq_len is not None:
+        fields["seq_len"] = cfg.seq_len
+    if cfg.image_size is not None:
+        fields["image_size"] = cfg.image_size
+    fields.update(amp=cfg.amp, tf32=cfg.tf32)
+    fields.update(host)
+    fields.update(
+        python=platform.python_version(), pid=os.getpid(), threads=cfg.threads, seed=cfg.seed,
+        tiny=cfg.tiny, h2d=cfg.h2d, mem_fraction=cfg.mem_fraction, dry_run=cfg.dry_run,
+    )
+    return fields
+
+
+def warm_up(session, cfg: Config) -> Tuple[int, float]:
+    """Run warm-up steps until both --warmup-steps and --warmup-seconds are reached."""
+    if cfg.inject.oom_in("warmup"):
+        raise session.synthetic_oom("warmup")
+    start = time.monotonic()
+    steps = 0
+    while steps < cfg.warmup_steps or time.monotonic() - start < cfg.warmup_seconds:
+        session.step()
+        steps += 1
+    return steps, time.monotonic() - start
+
+
+def measure(session, cfg: Config, protocol: Protocol, commands: Commands) -> Tuple[int, str]:
+    """Timed steps after go, until stop/EOF ("ok") or the step cap ("cap"). Returns (steps, exit)."""
+    step = 0
+    while True:
+        if cfg.max_steps and step >= cfg.max_steps:
+            return step, "cap"
+        if commands.stop_requested:
+            return step, "ok"
+        if cfg.inject.oom_in("measure"):
+            raise session.synthetic_oom("measure")
+        if cfg.inject.crash_at(step):
+            raise InjectedCrash(f"injected crash at step {step} (--inject crash@{step})")
+        t0, t1, micro = session.step()
+        protocol.emit(
+            "step", i=step, t0_ns=t0, t1_ns=t1, micro_ms=[ms(m) for m in micro], step_ms=ms(t1 - t0),
+            opt_ms=ms(t1 - t0 - sum(micro)), samples=cfg.batch,
+        )
+        step += 1
+
+
+def hang_forever() -> None:
+    """--inject hang: stop responding (and ignore stdin) until killed."""
+    log("injected hang after ready")
+    while True:
+        time.sleep(3600)
+
+
+def run(session, cfg: Config, protocol: Protocol, commands: Commands) -> int:
+    """Drive one workload process through the protocol; returns the exit code."""
+    protocol.emit("start", **start_event(cfg, session))
+    phase = "build"
+    try:
+        if cfg.inject.oom_in("build"):
+            raise session.synthetic_oom("build")
+        session.build()
+        phase = "warmup"
+        warmup_steps, warmup_s = warm_up(session, cfg)
+        allocated, reserved = session.memory_peaks()
+        protocol.emit(
+            "ready", warmup_steps=warmup_steps, warmup_s=round(warmup_s, 6), mem_alloc_peak=allocated,
+            mem_reserved_peak=reserved, mem_source=session.mem_source, params=session.params(),
+        )
+        if cfg.inject.kind == "hang":
+            hang_forever()
+        commands.wait_for_go()
+        phase = "measure"
+        steps, exit_reason = measure(session, cfg, protocol, commands)
+    except Exception as exc:  # noqa: BLE001 - everything that is not an OOM is re-raised
+        if not session.is_oom(exc):
+            raise
+        traceback.print_exc(file=sys.stderr)
+        protocol.emit("oom", phase=phase, msg=str(exc).strip()[:OOM_MESSAGE_LIMIT])
+        return EXIT_OOM
+    allocated, reserved = session.memory_peaks()
+    protocol.emit("mem", max_allocated=allocated, max_reserved=reserved, mem_source=session.mem_source)
+    protocol.emit("done", steps=steps, exit=exit_reason)
+    return EXIT_OK
+
+
+def make_session(cfg: Config, catalog_entry: dict):
+    """DrySession, or a TorchSession (importing torch only now, after the thread settings are in place)."""
+    if cfg.dry_run:
+        return DrySession(cfg)
+    # OpenMP reads its thread count when torch loads; torch.set_num_threads alone misses some pools.
+    os.environ["OMP_NUM_THREADS"] = str(cfg.threads)
+    os.environ["MKL_NUM_THREADS"] = str(cfg.threads)
+    import torch_session  # noqa: PLC0415 - deliberately lazy: --dry-run must not import torch
+
+    try:
+        return torch_session.TorchSession(cfg, catalog_entry)
+    except torch_session.SetupError as exc:
+        # train.py runs as __main__, so torch_session cannot import this module's SetupError.
+        raise SetupError(str(exc)) from exc
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    catalog = load_catalog()
+    parser = build_parser(catalog)
+    args = parser.parse_args(argv)
+    try:
+        cfg = resolve_config(args, catalog)
+    except UsageError as exc:
+        parser.error(str(exc))  # exits with EXIT_USAGE
+    protocol = Protocol(claim_stdout())
+    commands = Commands()
+    commands.start()  # from the start, so that a stop or EOF during warm-up is not lost
+    try:
+        session = make_session(cfg, catalog[cfg.model])
+    except SetupError as exc:
+        log(f"error: {exc}")
+        return EXIT_ERROR
+    return run(session, cfg, protocol, commands)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
