@@ -8,12 +8,14 @@ var _ Policy = (*FIFO)(nil)
 
 // FIFOArgs are the arguments of fifo.
 type FIFOArgs struct {
-	Preempt bool   `json:"preempt"`
-	Victims string `json:"victims"` // "authors" (default) or "tentative"
+	// Exhaustive walks every pending job with no shortcut (same decisions, slower; for tests).
+	Exhaustive bool   `json:"exhaustive,omitempty"`
+	Preempt    bool   `json:"preempt"`
+	Victims    string `json:"victims"` // "authors" (default) or "tentative"
 }
 
 func newFIFO(a FIFOArgs) *FIFO {
-	return &FIFO{greedy{name: KeyFIFO, place: yarnPlace, exclusive: true, preempt: a.Preempt, tentative: a.Victims == VictimsTentative}}
+	return &FIFO{greedy{name: KeyFIFO, place: yarnPlace, exclusive: true, preempt: a.Preempt, tentative: a.Victims == VictimsTentative, exhaustive: a.Exhaustive}}
 }
 
 // Name returns the registry key.

@@ -31,7 +31,10 @@ type greedy struct {
 	preempt   bool
 	tentative bool // victims: preempt only if the job then fits (else the authors' behaviour)
 	mps       bool
-	p         placer
+	// exhaustive walks every pending job with no shortcut: the same decisions, slower; tests
+	// use it to check the shortcuts.
+	exhaustive bool
+	p          placer
 
 	// Per-call walk state.
 	s       *State
@@ -107,7 +110,7 @@ func (g *greedy) run(s *State, runKey func(*Job) Key, plan *Plan) error {
 	// Phase 1 (preemptive policies): every job that some running job ranks below may preempt,
 	// so walk the whole queue in order while that holds.
 	pi := 0
-	for g.preempt && pi < len(s.Pending) {
+	for (g.preempt || g.exhaustive) && pi < len(s.Pending) {
 		j := s.Pending[pi]
 		if len(g.ahead) > 0 && Compare(g.ahead[0].k, g.ahead[0].j, j.K, j) < 0 {
 			if err := g.walkVictim(); err != nil {
@@ -115,7 +118,7 @@ func (g *greedy) run(s *State, runKey func(*Job) Key, plan *Plan) error {
 			}
 			continue
 		}
-		if !g.below(j.K, j) {
+		if !g.below(j.K, j) && !g.exhaustive {
 			break
 		}
 		pi++
@@ -124,9 +127,14 @@ func (g *greedy) run(s *State, runKey func(*Job) Key, plan *Plan) error {
 			return err
 		}
 	}
+	for g.exhaustive && len(g.ahead) > 0 {
+		if err := g.walkVictim(); err != nil {
+			return err
+		}
+	}
 	// Phase 2: nothing ranks below any more; walk only jobs that fit in the free GPUs, merging
 	// the per-size lists (and the victims) in priority order.
-	for {
+	for !g.exhaustive {
 		if g.alive <= 0 && len(g.ahead) == 0 {
 			break
 		}
@@ -182,7 +190,7 @@ func (g *greedy) skip(j *Job) { g.left[j.Family]-- }
 func (g *greedy) walkPending(j *Job) error {
 	f := j.Family
 	g.left[f]--
-	if g.dead[f] == g.epoch {
+	if g.dead[f] == g.epoch && !g.exhaustive {
 		return nil
 	}
 	if g.left[f] == 0 && g.s.FamilyGPUs[f] <= g.free() {
@@ -311,7 +319,9 @@ func (g *greedy) try(j *Job, v *victim) (bool, error) {
 	pl.Job = j.ID
 	g.p.planned[j.ID] = partner{j, pl.Opt, j.P.Rem * o.Excl.Seconds()}
 	if v != nil && pl.Opt == j.Opt && sameSet(pl.GPUs, j.On) {
+		// Back where it was: the job keeps running as before.
 		v.cancelled = true
+		g.p.planned[j.ID] = partner{j, j.Opt, j.RemTime(s.Now).Seconds()}
 		return true, nil
 	}
 	plan.Start = append(plan.Start, pl)

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strings"
 
 	"sharebench/cluster"
 	"sharebench/trace"
@@ -262,7 +263,7 @@ func (p *placer) bestBenefit(j *Job, opt int) (gpus []int, partners []trace.JobI
 		return nil, nil, 0, "", nil
 	}
 	gpus = append(slices.Clone(p.hp), p.tmp...)
-	return gpus, partners, score, why, nil
+	return gpus, partners, score, strings.TrimSuffix(why, "; "), nil
 }
 
 // consolidated tries to fit the whole job inside one node, best-fit node first (SPEC.md §5.6):

@@ -9,12 +9,14 @@ var _ Policy = (*SJF)(nil)
 
 // SJFArgs are the arguments of sjf.
 type SJFArgs struct {
-	Preempt bool   `json:"preempt"`
-	Victims string `json:"victims"`
+	// Exhaustive walks every pending job with no shortcut (same decisions, slower; for tests).
+	Exhaustive bool   `json:"exhaustive,omitempty"`
+	Preempt    bool   `json:"preempt"`
+	Victims    string `json:"victims"`
 }
 
 func newSJF(a SJFArgs) *SJF {
-	return &SJF{greedy{name: KeySJF, place: yarnPlace, exclusive: true, preempt: a.Preempt, tentative: a.Victims == VictimsTentative}}
+	return &SJF{greedy{name: KeySJF, place: yarnPlace, exclusive: true, preempt: a.Preempt, tentative: a.Victims == VictimsTentative, exhaustive: a.Exhaustive}}
 }
 
 // Name returns the registry key.

@@ -19,6 +19,8 @@ var _ Policy = (*SJFBSBF)(nil)
 
 // SJFBSBFArgs are the arguments of sjf-bsbf.
 type SJFBSBFArgs struct {
+	// Exhaustive walks every pending job with no shortcut (same decisions, slower; for tests).
+	Exhaustive  bool   `json:"exhaustive,omitempty"`
 	Preempt     bool   `json:"preempt"`
 	Victims     string `json:"victims"`
 	Consolidate bool   `json:"consolidate"`
@@ -70,7 +72,7 @@ func newSJFBSBF(a SJFBSBFArgs) *SJFBSBF {
 		}
 		return best, found, nil
 	}
-	return &SJFBSBF{greedy{name: KeySJFBSBF, place: place, preempt: a.Preempt, tentative: a.Victims == VictimsTentative, mps: a.MPS}}
+	return &SJFBSBF{greedy{name: KeySJFBSBF, place: place, preempt: a.Preempt, tentative: a.Victims == VictimsTentative, exhaustive: a.Exhaustive, mps: a.MPS}}
 }
 
 // Name returns the registry key.

@@ -16,6 +16,8 @@ var _ Policy = (*SJFFFS)(nil)
 
 // SJFFFSArgs are the arguments of sjf-ffs.
 type SJFFFSArgs struct {
+	// Exhaustive walks every pending job with no shortcut (same decisions, slower; for tests).
+	Exhaustive  bool   `json:"exhaustive,omitempty"`
 	Preempt     bool   `json:"preempt"`
 	Victims     string `json:"victims"`
 	Consolidate bool   `json:"consolidate"`
@@ -50,7 +52,7 @@ func newSJFFFS(a SJFFFSArgs) *SJFFFS {
 		}
 		return Placement{}, false, nil
 	}
-	return &SJFFFS{greedy{name: KeySJFFFS, place: place, preempt: a.Preempt, tentative: a.Victims == VictimsTentative, mps: a.MPS}}
+	return &SJFFFS{greedy{name: KeySJFFFS, place: place, preempt: a.Preempt, tentative: a.Victims == VictimsTentative, exhaustive: a.Exhaustive, mps: a.MPS}}
 }
 
 // Name returns the registry key.

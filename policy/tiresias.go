@@ -36,6 +36,8 @@ var _ Policy = (*Tiresias)(nil)
 
 // TiresiasArgs are the arguments of tiresias.
 type TiresiasArgs struct {
+	// Exhaustive walks every pending job with no shortcut (same decisions, slower; for tests).
+	Exhaustive bool `json:"exhaustive,omitempty"`
 	// LimitsS are the queue limits in seconds of attained service; len+1 queues.
 	LimitsS []float64 `json:"limits_s"`
 	// Service is "time" (wall seconds, the authors' physical setting) or "gpu-time" (× GPUs).
@@ -69,7 +71,7 @@ func newTiresias(a TiresiasArgs) (*Tiresias, error) {
 	if a.StarveFactor < 0 || math.IsNaN(a.StarveFactor) || math.IsInf(a.StarveFactor, 0) {
 		return nil, fmt.Errorf("starve_factor: must be a finite number ≥ 0")
 	}
-	t.g = greedy{name: KeyTiresias, place: yarnPlace, exclusive: true, preempt: a.Preempt, tentative: a.Victims == VictimsTentative}
+	t.g = greedy{name: KeyTiresias, place: yarnPlace, exclusive: true, preempt: a.Preempt, tentative: a.Victims == VictimsTentative, exhaustive: a.Exhaustive}
 	return t, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"sharebench/cluster"
 	"sharebench/profile"
@@ -55,6 +56,8 @@ func testProfile(t testing.TB) *profile.Table {
 	}
 	return tab
 }
+
+func profileSeconds(s float64) time.Duration { return profile.Seconds(s) }
 
 // dataDir returns the shared data directory, or skips the test when it is absent.
 func dataDir(t testing.TB) string {

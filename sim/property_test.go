@@ -1,0 +1,179 @@
+package sim
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"sharebench/cluster"
+	"sharebench/policy"
+	"sharebench/profile"
+	"sharebench/trace"
+)
+
+// propertyPolicies are run on random inputs; each is also run with "exhaustive" (no shortcuts
+// in the walk), which must give the same decisions.
+var propertyPolicies = append([]string{"sjf-no-preempt", "fifo-no-preempt", `tiresias{"victims":"tentative"}`,
+	`sjf-bsbf{"victims":"tentative","preempt":true}`, "sjf-ffs-preempt"}, goldenPolicies...)
+
+// randomCase derives a small cluster, profile and trace from a seed.
+func randomCase(seed uint64) (cluster.Shape, *profile.Table, []trace.Job) {
+	rng := rand.New(rand.NewPCG(seed, 99))
+	shape := cluster.Shape{Nodes: 1 + rng.IntN(3), GPUsPerNode: 1 + rng.IntN(4), MaxShare: 2,
+		GPUMemBytes: int64(8+rng.IntN(40)) * cluster.GiB}
+	tab := &profile.Table{GPU: "random", Source: "test", DefaultRestartS: float64(rng.IntN(20))}
+	var cfgs []profile.Config
+	nm := 1 + rng.IntN(3)
+	for m := range nm {
+		name := fmt.Sprintf("m%d", m)
+		mod := profile.Model{Name: name, DefaultBatch: 32}
+		for k, sub := range []int{32, 16, 8}[:1+rng.IntN(3)] {
+			iter := 0.1 + 2*rng.Float64()
+			mem := int64(2+rng.IntN(int(shape.GPUMemBytes/cluster.GiB)-1)) * cluster.GiB
+			mem = mem >> k
+			mod.Configs = append(mod.Configs, profile.Solo{Batch: 32, SubBatch: sub, IterS: profile.GPUMap{1: iter * float64(1+k) / float64(1+k/2)}, MemBytes: max(mem, cluster.GiB)})
+			cfgs = append(cfgs, profile.Config{Model: name, Batch: 32, SubBatch: sub})
+		}
+		tab.Models = append(tab.Models, mod)
+	}
+	for _, a := range cfgs {
+		for _, b := range cfgs {
+			if rng.IntN(10) == 0 {
+				continue // a missing pair
+			}
+			tab.Pairs = append(tab.Pairs, profile.Pair{A: a, B: b, GPUs: 1, Mode: profile.Timeslice, Xi: 0.95 + 1.5*rng.Float64()})
+		}
+	}
+	if err := tab.Normalize(); err != nil {
+		panic(err)
+	}
+	var jobs []trace.Job
+	sizes := []int{1, 1, 1, 2, 3, 4, 8, 12}
+	for i := range 1 + rng.IntN(30) {
+		g := sizes[rng.IntN(len(sizes))]
+		if g > shape.GPUs() {
+			g = 1 + rng.IntN(shape.GPUs())
+		}
+		jobs = append(jobs, trace.Job{ID: trace.JobID(i), Submit: profile.Seconds(float64(rng.IntN(3000))), GPUs: g,
+			Iters: int64(1 + rng.IntN(3000)), Model: fmt.Sprintf("m%d", rng.IntN(nm)), Batch: 32})
+	}
+	trace.Sort(jobs)
+	return shape, tab, jobs
+}
+
+// exhaustiveSpec adds "exhaustive":true to a policy spec.
+func exhaustiveSpec(t testing.TB, spec string) string {
+	key, args, err := policy.Builtin().Resolve(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]any{}
+	if len(args) > 0 {
+		if err := json.Unmarshal(args, &m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m["exhaustive"] = true
+	b, _ := json.Marshal(m)
+	return key + string(b)
+}
+
+// checkedPolicy verifies, at every decision, that sharing placements of sjf-bsbf pass the share
+// check against every running partner (SPEC.md T8).
+type checkedPolicy struct {
+	policy.Policy
+	t    testing.TB
+	spec string
+}
+
+func (c checkedPolicy) Key(j *policy.Job) policy.Key { return c.Policy.(policy.Keyer).Key(j) }
+
+func (c checkedPolicy) Schedule(s *policy.State) (policy.Plan, error) {
+	plan, err := c.Policy.Schedule(s)
+	for _, pl := range plan.Start {
+		j := s.Lookup(pl.Job)
+		for _, id := range pl.Partners {
+			p := s.ByID[id]
+			if p == nil || slices.Contains(plan.Stop, id) {
+				continue // placed earlier in the same plan, or preempted and restarting
+			}
+			xa, _ := s.Env.Xi(j, pl.Opt, p, p.Opt)
+			xb, _ := s.Env.Xi(p, p.Opt, j, pl.Opt)
+			share, tCon, tSeq := policy.ShareCheck(j.P.Rem*j.Options[pl.Opt].Excl.Seconds(), p.RemTime(s.Now).Seconds(), xa, xb)
+			if !share {
+				c.t.Errorf("%s: job %d shares with %d although t_con %.3f ≥ t_seq %.3f", c.spec, j.ID, id, tCon, tSeq)
+			}
+		}
+	}
+	return plan, err
+}
+
+func runCase(t testing.TB, seed uint64) {
+	shape, tab, jobs := randomCase(seed)
+	for _, spec := range propertyPolicies {
+		var logs [2][]byte
+		for k, s := range []string{spec, exhaustiveSpec(t, spec)} {
+			p, err := policy.Builtin().New(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, isBSBF := p.(*policy.SJFBSBF); isBSBF {
+				p = checkedPolicy{p, t, s}
+			}
+			var buf bytes.Buffer
+			obs, flush := JSONLWriter(&buf)
+			submitted := map[trace.JobID]bool{}
+			check := func(e Event) {
+				if e.Kind == Submit {
+					submitted[e.Job] = true
+				}
+				if e.Kind == Start && !submitted[e.Job] {
+					t.Errorf("seed %d %s: job %d started before its submission", seed, s, e.Job)
+				}
+				obs(e)
+			}
+			r, err := Run(context.Background(), Config{Shape: shape, RestartCost: seed%2 == 0, TraceName: "random"}, jobs, p, tab, check)
+			if err != nil {
+				t.Fatalf("seed %d %s: %v", seed, s, err)
+			}
+			flush()
+			logs[k] = buf.Bytes()
+			if len(r.Jobs) != len(jobs) {
+				t.Fatalf("seed %d %s: %d results for %d jobs", seed, s, len(r.Jobs), len(jobs))
+			}
+			for _, j := range r.Jobs {
+				if j.Start < j.Submit || j.End < j.Start || j.JCT < j.Queue {
+					t.Fatalf("seed %d %s: job %d times %+v", seed, s, j.ID, j)
+				}
+			}
+		}
+		if !bytes.Equal(logs[0], logs[1]) {
+			t.Fatalf("seed %d %s: the walk's shortcuts changed the decisions:\n%s\n-- exhaustive --\n%s", seed, spec, logs[0], logs[1])
+		}
+	}
+}
+
+// TestRandomInvariants runs every policy on random small cases: every job finishes, none starts
+// before it is submitted, the engine's own invariants hold (≤ MaxShare jobs per GPU, memory,
+// JCT ≥ solo time: violations panic), sjf-bsbf shares only when t_con < t_seq, and the walk's
+// shortcuts never change a decision.
+func TestRandomInvariants(t *testing.T) {
+	n := uint64(300)
+	if testing.Short() {
+		n = 50
+	}
+	for seed := range n {
+		runCase(t, seed)
+	}
+}
+
+func FuzzRun(f *testing.F) {
+	for s := range uint64(8) {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, seed uint64) { runCase(t, seed) })
+}

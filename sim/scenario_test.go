@@ -1,0 +1,297 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"sharebench/cluster"
+	"sharebench/policy"
+	"sharebench/profile"
+	"sharebench/trace"
+)
+
+// cfgSpec is one configuration of a hand-made scenario profile.
+type cfgSpec struct {
+	sub    int
+	iterS  float64
+	memGiB float64
+}
+
+// scenario builds small hand-made profiles and traces for scenario tests.
+type scenario struct {
+	t      *testing.T
+	tab    profile.Table
+	shape  cluster.Shape
+	jobs   []trace.Job
+	cfg    Config
+	events []Event
+}
+
+func newScenario(t *testing.T, nodes, gpus int, memGiB float64) *scenario {
+	t.Helper()
+	return &scenario{t: t,
+		tab:   profile.Table{GPU: "scenario GPU", Source: "test", DefaultRestartS: 0},
+		shape: cluster.Shape{Nodes: nodes, GPUsPerNode: gpus, GPUMemBytes: int64(memGiB * float64(cluster.GiB)), MaxShare: 2}}
+}
+
+// model adds a model at batch 64 with the given configurations (the first is sub-batch 64).
+func (s *scenario) model(name string, cfgs ...cfgSpec) *scenario {
+	m := profile.Model{Name: name, DefaultBatch: 64}
+	for _, c := range cfgs {
+		m.Configs = append(m.Configs, profile.Solo{Batch: 64, SubBatch: c.sub, IterS: profile.GPUMap{1: c.iterS},
+			MemBytes: int64(c.memGiB * float64(cluster.GiB))})
+	}
+	s.tab.Models = append(s.tab.Models, m)
+	return s
+}
+
+// pair sets ξ of a (at sub-batch sa) next to b (at sub-batch sb).
+func (s *scenario) pair(a string, sa int, b string, sb int, xi float64) *scenario {
+	s.tab.Pairs = append(s.tab.Pairs, profile.Pair{A: profile.Config{Model: a, Batch: 64, SubBatch: sa},
+		B: profile.Config{Model: b, Batch: 64, SubBatch: sb}, GPUs: 1, Mode: profile.Timeslice, Xi: xi})
+	return s
+}
+
+func (s *scenario) job(id int, model string, gpus int, submitS float64, iters int64) *scenario {
+	s.jobs = append(s.jobs, trace.Job{ID: trace.JobID(id), Model: model, GPUs: gpus, Batch: 64,
+		Submit: profile.Seconds(submitS), Iters: iters, Line: id + 1})
+	return s
+}
+
+// run simulates the scenario under spec and returns the result; events are kept in s.events.
+func (s *scenario) run(spec string) *Result {
+	s.t.Helper()
+	if err := s.tab.Normalize(); err != nil {
+		s.t.Fatal(err)
+	}
+	p, err := policy.Builtin().New(spec)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	s.events = nil
+	cfg := s.cfg
+	cfg.Shape, cfg.TraceName = s.shape, "scenario"
+	r, err := Run(context.Background(), cfg, s.jobs, p, &s.tab, func(e Event) { s.events = append(s.events, e) })
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return r
+}
+
+func (s *scenario) jct(r *Result, id int) float64 {
+	for _, j := range r.Jobs {
+		if j.ID == trace.JobID(id) {
+			return j.JCT.Seconds()
+		}
+	}
+	s.t.Fatalf("no job %d", id)
+	return 0
+}
+
+// log renders the start, preempt and queue events compactly, e.g. "10.000 start 2 [0-0] with [1]".
+func (s *scenario) log() string {
+	var b strings.Builder
+	for _, e := range s.events {
+		switch e.Kind {
+		case Start:
+			fmt.Fprintf(&b, "%.3f start %d %v sub %d with %v\n", e.T.Seconds(), e.Job, e.GPUs, e.SubBatch, e.Partners)
+		case Preempt, Demote, Promote:
+			fmt.Fprintf(&b, "%.3f %s %d\n", e.T.Seconds(), e.Kind, e.Job)
+		}
+	}
+	return b.String()
+}
+
+func near(a, b float64) bool { return math.Abs(a-b) < 1e-3 }
+
+func TestBSBFSharesWhenItPays(t *testing.T) {
+	// Running job 1 (1000 s) and a short newcomer 2 (100 s): case B, t_con = 578.6 < t_seq = 1040.
+	s := newScenario(t, 1, 1, 48).model("a", cfgSpec{64, 1, 8}).model("b", cfgSpec{64, 1, 8}).
+		pair("b", 64, "a", 64, 1.3).pair("a", 64, "b", 64, 1.4).
+		job(1, "a", 1, 0, 1000).job(2, "b", 1, 10, 100)
+	r := s.run("sjf-bsbf")
+	if want := "0.000 start 1 [0-0] sub 64 with []\n10.000 start 2 [0-0] sub 64 with [1]\n"; s.log() != want {
+		t.Fatalf("log:\n%s\nwant:\n%s", s.log(), want)
+	}
+	// Job 2 runs at 1/1.3 from 10 s; job 1 does 10 + 130/1.4 iterations by 140 s, the rest alone.
+	if !near(s.jct(r, 2), 130) || !near(s.jct(r, 1), 140+1000-10-130/1.4) {
+		t.Errorf("JCTs %v %v", s.jct(r, 1), s.jct(r, 2))
+	}
+	if r.Summary.SharedJobs != 2 {
+		t.Errorf("shared jobs %d, want 2", r.Summary.SharedJobs)
+	}
+}
+
+func TestBSBFWaitsWhereFFSShares(t *testing.T) {
+	// Job 1 (100 s) runs; job 2 (1000 s) arrives at 10 s. Case A with ξ = 1.6 ≥ 2ξ/(2ξ−1) ≈ 1.45:
+	// waiting is better, and SJF-FFS, which shares anyway, ends up worse on average.
+	mk := func() *scenario {
+		return newScenario(t, 1, 1, 48).model("a", cfgSpec{64, 1, 8}).model("b", cfgSpec{64, 1, 8}).
+			pair("a", 64, "b", 64, 1.6).pair("b", 64, "a", 64, 1.6).
+			job(1, "a", 1, 0, 100).job(2, "b", 1, 10, 1000)
+	}
+	s := mk()
+	r := s.run("sjf-bsbf")
+	if want := "0.000 start 1 [0-0] sub 64 with []\n100.000 start 2 [0-0] sub 64 with []\n"; s.log() != want {
+		t.Fatalf("bsbf log:\n%s", s.log())
+	}
+	bsbf := r.Summary.AvgJCT
+	s = mk()
+	r = s.run("sjf-ffs")
+	if want := "0.000 start 1 [0-0] sub 64 with []\n10.000 start 2 [0-0] sub 64 with [1]\n"; s.log() != want {
+		t.Fatalf("ffs log:\n%s", s.log())
+	}
+	// FFS: job 1 ends at 10 + 90·1.6 = 154; job 2 has done 144/1.6 = 90 iterations by then.
+	if !near(s.jct(r, 1), 154) || !near(s.jct(r, 2), 154+910-10) {
+		t.Errorf("ffs JCTs %v %v", s.jct(r, 1), s.jct(r, 2))
+	}
+	if !(bsbf < r.Summary.AvgJCT) {
+		t.Errorf("bsbf avg JCT %v not below ffs %v", bsbf, r.Summary.AvgJCT)
+	}
+}
+
+func TestIdleGPUsFirst(t *testing.T) {
+	for _, spec := range []string{"sjf-bsbf", "sjf-ffs"} {
+		s := newScenario(t, 1, 2, 48).model("a", cfgSpec{64, 1, 8}).pair("a", 64, "a", 64, 1.1).
+			job(1, "a", 1, 0, 1000).job(2, "a", 1, 5, 1000)
+		s.run(spec)
+		if want := "0.000 start 1 [0-0] sub 64 with []\n5.000 start 2 [0-1] sub 64 with []\n"; s.log() != want {
+			t.Errorf("%s log:\n%s", spec, s.log())
+		}
+	}
+}
+
+func TestBSBFMultiPartner(t *testing.T) {
+	// Two long jobs hold the two GPUs; a short 2-GPU job shares with both, best benefit first.
+	s := newScenario(t, 1, 2, 48).model("a", cfgSpec{64, 1, 8}).model("b", cfgSpec{64, 1, 8}).model("c", cfgSpec{64, 1, 8}).
+		pair("c", 64, "a", 64, 1.2).pair("a", 64, "c", 64, 1.2).pair("c", 64, "b", 64, 1.1).pair("b", 64, "c", 64, 1.1).
+		job(1, "a", 1, 0, 5000).job(2, "b", 1, 0, 5000).job(3, "c", 2, 1, 100)
+	s.run("sjf-bsbf")
+	want := "0.000 start 1 [0-0] sub 64 with []\n0.000 start 2 [0-1] sub 64 with []\n1.000 start 3 [0-0 0-1] sub 64 with [2 1]\n"
+	if s.log() != want {
+		t.Errorf("log:\n%s\nwant:\n%s", s.log(), want)
+	}
+}
+
+func TestMissingPairNeverShared(t *testing.T) {
+	for _, spec := range []string{"sjf-bsbf", "sjf-ffs"} {
+		s := newScenario(t, 1, 1, 48).model("a", cfgSpec{64, 1, 8}).model("b", cfgSpec{64, 1, 8}).
+			pair("a", 64, "b", 64, 1.1). // b next to a is missing
+			job(1, "a", 1, 0, 100).job(2, "b", 1, 10, 10)
+		r := s.run(spec)
+		if want := "0.000 start 1 [0-0] sub 64 with []\n100.000 start 2 [0-0] sub 64 with []\n"; s.log() != want {
+			t.Errorf("%s log:\n%s", spec, s.log())
+		}
+		if r.Summary.MissingPairs != 1 {
+			t.Errorf("%s: missing pairs %d, want 1", spec, r.Summary.MissingPairs)
+		}
+	}
+}
+
+func TestSubBatchChoice(t *testing.T) {
+	// A 10 GiB GPU holds job 1 at sub-batch 64 (6 GiB). Job 2 of the same model fits next to it
+	// only at sub-batch 32 (3 GiB): chosen by sjf-bsbf and sjf-ffs, refused by sjf-bsbf-fixed.
+	mk := func() *scenario {
+		return newScenario(t, 1, 1, 10).model("a", cfgSpec{64, 1, 6}, cfgSpec{32, 1.1, 3}).
+			pair("a", 64, "a", 32, 1.2).pair("a", 32, "a", 64, 1.2).pair("a", 64, "a", 64, 1.2).pair("a", 32, "a", 32, 1.2).
+			job(1, "a", 1, 0, 1000).job(2, "a", 1, 10, 50)
+	}
+	for spec, want := range map[string]string{
+		"sjf-bsbf":       "0.000 start 1 [0-0] sub 64 with []\n10.000 start 2 [0-0] sub 32 with [1]\n",
+		"sjf-ffs":        "0.000 start 1 [0-0] sub 64 with []\n10.000 start 2 [0-0] sub 32 with [1]\n",
+		"sjf-bsbf-fixed": "0.000 start 1 [0-0] sub 64 with []\n1000.000 start 2 [0-0] sub 64 with []\n",
+	} {
+		s := mk()
+		s.run(spec)
+		if s.log() != want {
+			t.Errorf("%s log:\n%s\nwant:\n%s", spec, s.log(), want)
+		}
+	}
+}
+
+func TestTiresiasDemotionAtThreshold(t *testing.T) {
+	s := newScenario(t, 1, 1, 48).model("a", cfgSpec{64, 1, 8}).
+		job(1, "a", 1, 0, 1000).job(2, "a", 1, 50, 1000)
+	r := s.run(`tiresias{"limits_s":[100],"service":"time"}`)
+	// Job 1 is demoted the instant it has run 100 s; job 2 (queue 0) preempts it; job 2 is demoted
+	// at 200 s and job 1, first to enter queue 1, takes the GPU back and finishes.
+	want := "0.000 start 1 [0-0] sub 64 with []\n100.000 demote 1\n100.000 preempt 1\n100.000 start 2 [0-0] sub 64 with []\n" +
+		"200.000 demote 2\n200.000 preempt 2\n200.000 start 1 [0-0] sub 64 with []\n1100.000 start 2 [0-0] sub 64 with []\n"
+	if s.log() != want {
+		t.Errorf("log:\n%s\nwant:\n%s", s.log(), want)
+	}
+	if !near(s.jct(r, 1), 1100) || !near(s.jct(r, 2), 2000-50) {
+		t.Errorf("JCTs %v %v", s.jct(r, 1), s.jct(r, 2))
+	}
+}
+
+func TestTiresiasGPUTimeService(t *testing.T) {
+	// With GPU-time service a 2-GPU job crosses a 100 GPU-second limit after 50 s.
+	s := newScenario(t, 1, 2, 48).model("a", cfgSpec{64, 1, 8}).job(1, "a", 2, 0, 1000)
+	s.run(`tiresias{"limits_s":[100],"service":"gpu-time"}`)
+	if want := "0.000 start 1 [0-0 0-1] sub 64 with []\n50.000 demote 1\n"; s.log() != want {
+		t.Errorf("log:\n%s", s.log())
+	}
+}
+
+func TestSJFPreemptionFilter(t *testing.T) {
+	// Job 2 (10 s) arrives when job 1 has 500 iterations left: job 1 is preempted. When job 1 has
+	// only 95 left it is not (the authors' > 100 iterations rule).
+	for _, tc := range []struct {
+		at   float64
+		want string
+	}{
+		{500, "0.000 start 1 [0-0] sub 64 with []\n500.000 preempt 1\n500.000 start 2 [0-0] sub 64 with []\n510.000 start 1 [0-0] sub 64 with []\n"},
+		{905, "0.000 start 1 [0-0] sub 64 with []\n1000.000 start 2 [0-0] sub 64 with []\n"},
+	} {
+		s := newScenario(t, 1, 1, 48).model("a", cfgSpec{64, 1, 8}).job(1, "a", 1, 0, 1000).job(2, "a", 1, tc.at, 10)
+		s.run("sjf")
+		if s.log() != tc.want {
+			t.Errorf("at %v log:\n%s\nwant:\n%s", tc.at, s.log(), tc.want)
+		}
+	}
+}
+
+func TestRestartCost(t *testing.T) {
+	s := newScenario(t, 1, 1, 48).model("a", cfgSpec{64, 1, 8}).job(1, "a", 1, 0, 1000).job(2, "a", 1, 500, 10)
+	s.tab.DefaultRestartS = 7
+	s.cfg.RestartCost = true
+	r := s.run("sjf")
+	// Job 1 resumes at 510 s and sits out 7 s before its last 500 iterations.
+	if !near(s.jct(r, 1), 510+7+500) {
+		t.Errorf("job 1 JCT %v, want %v", s.jct(r, 1), 510+7+500)
+	}
+}
+
+func TestIntervalScheduling(t *testing.T) {
+	s := newScenario(t, 1, 1, 48).model("a", cfgSpec{64, 1, 8}).job(1, "a", 1, 10, 100).job(2, "a", 1, 20, 100)
+	s.cfg.Interval = 150 * time.Second
+	s.run("fifo")
+	// Rounds at 150 s and 300 s: job 1 waits for the first round, job 2 for the round after job 1
+	// finishes at 250 s.
+	if want := "150.000 start 1 [0-0] sub 64 with []\n300.000 start 2 [0-0] sub 64 with []\n"; s.log() != want {
+		t.Errorf("log:\n%s", s.log())
+	}
+}
+
+func TestIllegalInputs(t *testing.T) {
+	s := newScenario(t, 1, 1, 48).model("a", cfgSpec{64, 1, 8}).job(1, "zzz", 1, 0, 10)
+	if err := s.tab.Normalize(); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := policy.Builtin().New("fifo")
+	_, err := Run(context.Background(), Config{Shape: s.shape, TraceName: "t.csv"}, s.jobs, p, &s.tab, nil)
+	if err == nil || !strings.Contains(err.Error(), `t.csv:2: job 1: unknown model "zzz" (known: a)`) {
+		t.Errorf("err = %v", err)
+	}
+	s = newScenario(t, 1, 1, 4).model("a", cfgSpec{64, 1, 8}).job(1, "a", 1, 0, 10)
+	s.tab.Normalize()
+	_, err = Run(context.Background(), Config{Shape: s.shape, TraceName: "t.csv"}, s.jobs, p, &s.tab, nil)
+	if err == nil || !strings.Contains(err.Error(), "needs 8.0 GiB per GPU") {
+		t.Errorf("err = %v", err)
+	}
+}
