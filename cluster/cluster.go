@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"fmt"
+	"math/bits"
 	"slices"
 
 	"sharebench/trace"
@@ -30,6 +31,12 @@ type Cluster struct {
 	idle     int
 	open     int
 	shared   int // GPUs with two or more jobs
+
+	// Node sets as bitsets: by workload (distinct jobs), with an idle GPU, with an open GPU.
+	// They let placement visit nodes in (workload, node) order without sorting.
+	byLoad    [][]uint64
+	idleNodes []uint64
+	openNodes []uint64
 
 	allocs  map[trace.JobID]*alloc
 	undo    []change
@@ -70,11 +77,70 @@ func New(s Shape) *Cluster {
 	for g := range c.free {
 		c.free[g] = s.GPUMemBytes
 	}
+	words := (s.Nodes + 63) / 64
+	c.byLoad = make([][]uint64, s.GPUsPerNode*s.MaxShare+1)
+	for w := range c.byLoad {
+		c.byLoad[w] = make([]uint64, words)
+	}
+	c.idleNodes = make([]uint64, words)
+	c.openNodes = make([]uint64, words)
 	for i := range s.Nodes {
 		c.nodeIdle[i] = int32(s.GPUsPerNode)
 		c.nodeOpen[i] = int32(s.GPUsPerNode)
+		setBit(c.byLoad[0], i, true)
+		setBit(c.idleNodes, i, true)
+		setBit(c.openNodes, i, true)
 	}
 	return c
+}
+
+func setBit(b []uint64, i int, on bool) {
+	if on {
+		b[i>>6] |= 1 << (i & 63)
+	} else {
+		b[i>>6] &^= 1 << (i & 63)
+	}
+}
+
+// NodeSet selects the nodes EachNode visits.
+type NodeSet int
+
+// The node sets of EachNode.
+const (
+	// WithIdle is the set of nodes with at least one GPU without jobs.
+	WithIdle NodeSet = iota
+	// WithOpen is the set of nodes with at least one GPU that can take another job.
+	WithOpen
+)
+
+// EachNode calls fn for the nodes of the set in the order of the authors' placement scan:
+// by number of distinct resident jobs ascending, ties by node index. It stops when fn returns
+// false. fn must not change the cluster.
+func (c *Cluster) EachNode(set NodeSet, fn func(node int) bool) {
+	mask := c.idleNodes
+	if set == WithOpen {
+		mask = c.openNodes
+	}
+	for _, load := range c.byLoad {
+		for w, bits := range load {
+			bits &= mask[w]
+			for bits != 0 {
+				i := bits & -bits
+				bits ^= i
+				if !fn(w<<6 | trailingZeros(i)) {
+					return
+				}
+			}
+		}
+	}
+}
+
+func trailingZeros(x uint64) int { return bits.TrailingZeros64(x) }
+
+// setLoad moves node n from workload bucket old to new.
+func (c *Cluster) setLoad(n int, old, new int32) {
+	setBit(c.byLoad[old], n, false)
+	setBit(c.byLoad[new], n, true)
 }
 
 // Shape returns the cluster's shape.
@@ -181,6 +247,7 @@ func (c *Cluster) place(j trace.JobID, a *alloc) {
 		n := c.Node(g)
 		if n != lastNode {
 			c.nodeJobs[n]++
+			c.setLoad(n, c.nodeJobs[n]-1, c.nodeJobs[n])
 			lastNode = n
 		}
 		k := int(c.cnt[g])
@@ -196,6 +263,9 @@ func (c *Cluster) place(j trace.JobID, a *alloc) {
 		if k == 0 {
 			c.idle--
 			c.nodeIdle[n]--
+			if c.nodeIdle[n] == 0 {
+				setBit(c.idleNodes, n, false)
+			}
 		}
 		if k == 1 {
 			c.shared++
@@ -203,6 +273,9 @@ func (c *Cluster) place(j trace.JobID, a *alloc) {
 		if k+1 == ms {
 			c.open--
 			c.nodeOpen[n]--
+			if c.nodeOpen[n] == 0 {
+				setBit(c.openNodes, n, false)
+			}
 		}
 	}
 	c.allocs[j] = a
@@ -229,6 +302,7 @@ func (c *Cluster) release(j trace.JobID, a *alloc) {
 		n := c.Node(g)
 		if n != lastNode {
 			c.nodeJobs[n]--
+			c.setLoad(n, c.nodeJobs[n]+1, c.nodeJobs[n])
 			lastNode = n
 		}
 		k := int(c.cnt[g])
@@ -243,10 +317,12 @@ func (c *Cluster) release(j trace.JobID, a *alloc) {
 		if k == ms {
 			c.open++
 			c.nodeOpen[n]++
+			setBit(c.openNodes, n, true)
 		}
 		if k == 1 {
 			c.idle++
 			c.nodeIdle[n]++
+			setBit(c.idleNodes, n, true)
 		}
 		if k == 2 {
 			c.shared--

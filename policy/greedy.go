@@ -44,8 +44,11 @@ type greedy struct {
 	pos     []int    // next index in each State.BySize list
 	epoch   uint64
 	alive   int      // families with jobs ahead, not failed this epoch, fitting the free GPUs
-	running []ranked // running jobs by priority, lowest last (preemptive walk)
-	last    int      // index in running of the lowest-priority job still running
+	running []ranked // running jobs, by priority (lowest last) once sorted
+	runKey  func(*Job) Key
+	ranked  bool // running holds the running jobs (built on first need)
+	sorted  bool
+	last    int // index in running of the lowest-priority job still running
 	victims []*victim
 	ahead   []*victim // victims not yet walked again, by rank
 }
@@ -83,7 +86,22 @@ func (g *greedy) free() int {
 
 // below reports whether a running job ranks below (k, j) and so could be preempted for it.
 func (g *greedy) below(k Key, j *Job) bool {
+	if !g.ranked {
+		g.rank()
+	}
 	return g.last >= 0 && Compare(g.running[g.last].k, g.running[g.last].j, k, j) > 0
+}
+
+// rank collects the running jobs with their keys and finds the lowest-ranked one. Sorting them
+// all waits until a victim is needed.
+func (g *greedy) rank() {
+	g.ranked = true
+	for _, j := range g.s.Running {
+		g.running = append(g.running, ranked{j, g.runKey(j)})
+		if k := len(g.running) - 1; g.last < 0 || Compare(g.running[k].k, j, g.running[g.last].k, g.running[g.last].j) > 0 {
+			g.last = k
+		}
+	}
 }
 
 // run walks the pending jobs in order (and, when preempting, the running jobs ranked by runKey)
@@ -98,14 +116,8 @@ func (g *greedy) run(s *State, runKey func(*Job) Key, plan *Plan) error {
 	copy(g.left, s.Families)
 	g.epoch = 1
 	g.victims, g.ahead = g.victims[:0], g.ahead[:0]
-	g.running, g.last = g.running[:0], -1
-	if g.preempt {
-		for _, j := range s.Running {
-			g.running = append(g.running, ranked{j, runKey(j)})
-		}
-		slices.SortFunc(g.running, func(a, b ranked) int { return Compare(a.k, a.j, b.k, b.j) })
-		g.last = len(g.running) - 1
-	}
+	g.running, g.last, g.sorted, g.ranked = g.running[:0], -1, false, false
+	g.runKey = runKey
 	g.alive = g.families()
 	// Phase 1 (preemptive policies): every job that some running job ranks below may preempt,
 	// so walk the whole queue in order while that holds.
@@ -118,8 +130,12 @@ func (g *greedy) run(s *State, runKey func(*Job) Key, plan *Plan) error {
 			}
 			continue
 		}
-		if !g.below(j.K, j) && !g.exhaustive {
-			break
+		// A job that fits is placed whatever its rank; the running jobs are ranked only when
+		// one does not fit and might preempt.
+		if j.GPUs > g.free() || g.dead[j.Family] == g.epoch {
+			if g.preempt && !g.below(j.K, j) && !g.exhaustive {
+				break
+			}
 		}
 		pi++
 		g.pos[j.Size]++
@@ -228,6 +244,10 @@ func (g *greedy) attempt(j *Job, jk Key, v *victim) (ok, changed bool, err error
 	}
 	if !ok && g.preempt && g.below(jk, j) {
 		// Preempt from the lowest priority upward, retrying after each victim.
+		if !g.sorted {
+			slices.SortFunc(g.running, func(a, b ranked) int { return Compare(a.k, a.j, b.k, b.j) })
+			g.sorted, g.last = true, len(g.running)-1
+		}
 		mark := cl.Mark()
 		var taken []int
 		for k := g.last; k >= 0 && !ok; k-- {

@@ -10,50 +10,6 @@ import (
 	"sharebench/trace"
 )
 
-// candidates caches the GPUs that can take another job, in the order the authors' placement
-// scans them: nodes by number of resident jobs ascending (stable, so ties keep node order), then
-// GPU index order (SPEC.md §4.2 steps 1–2). It is rebuilt only when the cluster changes.
-type candidates struct {
-	version uint64
-	built   bool
-	nodes   []int
-	gpus    []int
-	buckets [][]int
-}
-
-func (c *candidates) get(cl *cluster.Cluster) []int {
-	if c.built && c.version == cl.Version() {
-		return c.gpus
-	}
-	c.built, c.version = true, cl.Version()
-	sh := cl.Shape()
-	// Counting sort of nodes by workload: stable and linear.
-	maxW := sh.GPUsPerNode * sh.MaxShare
-	if len(c.buckets) != maxW+1 {
-		c.buckets = make([][]int, maxW+1)
-	}
-	for i := range c.buckets {
-		c.buckets[i] = c.buckets[i][:0]
-	}
-	for n := range sh.Nodes {
-		if cl.NodeOpen(n) > 0 {
-			w := min(cl.Workload(n), maxW)
-			c.buckets[w] = append(c.buckets[w], n)
-		}
-	}
-	c.gpus = c.gpus[:0]
-	for _, b := range c.buckets {
-		for _, n := range b {
-			for g := n * sh.GPUsPerNode; g < (n+1)*sh.GPUsPerNode; g++ {
-				if cl.Count(g) < sh.MaxShare {
-					c.gpus = append(c.gpus, g)
-				}
-			}
-		}
-	}
-	return c.gpus
-}
-
 // partner is a job already on a candidate GPU, as a placement sees it.
 type partner struct {
 	job *Job
@@ -63,13 +19,24 @@ type partner struct {
 
 // placer holds per-call scratch space and the lookup of jobs already on GPUs.
 type placer struct {
-	s     *State
-	cands candidates
+	s *State
 	// planned holds jobs placed earlier in this call (not yet running).
 	planned map[trace.JobID]partner
 	hp, lp  []int
 	tmp     []int
 	checked []checked
+	seen    map[trace.JobID]int // job → index in checked
+	order   []int
+	gpusOf  [][]int // usable GPUs of each checked job
+}
+
+// taken reports whether GPU g is already in p.tmp. With two jobs per GPU a GPU hosts one
+// partner, so this only matters for larger MaxShare; p.tmp stays short.
+func (p *placer) taken(g int) bool {
+	if p.s.Cluster.Shape().MaxShare <= 2 {
+		return false
+	}
+	return slices.Contains(p.tmp, g)
 }
 
 type checked struct {
@@ -99,27 +66,38 @@ func (p *placer) resident(id trace.JobID) (partner, error) {
 	return partner{j, j.Opt, j.RemTime(p.s.Now).Seconds()}, nil
 }
 
-// split fills p.hp (idle GPUs) and p.lp (GPUs holding jobs) with the candidate GPUs that have
-// mem bytes free, stopping early once need idle GPUs are found when stopAtIdle is set.
-func (p *placer) split(mem int64, need int, stopAtIdle bool) {
+// split fills p.hp (idle GPUs) and p.lp (GPUs holding jobs, with room for one more) with the
+// GPUs that have mem bytes free, in the order of the authors' scan (SPEC.md §4.2 steps 1–2):
+// nodes by number of resident jobs ascending, ties by node index, then GPU index. With idleOnly
+// it collects only idle GPUs and stops at need of them.
+func (p *placer) split(mem int64, need int, idleOnly bool) {
 	cl := p.s.Cluster
+	sh := cl.Shape()
 	p.hp, p.lp = p.hp[:0], p.lp[:0]
-	for _, g := range p.cands.get(cl) {
-		if cl.FreeMem(g) < mem {
-			continue
-		}
-		if cl.Count(g) == 0 {
-			p.hp = append(p.hp, g)
-			if stopAtIdle && len(p.hp) == need {
-				return
-			}
-		} else {
-			p.lp = append(p.lp, g)
-		}
+	set := cluster.WithOpen
+	if idleOnly {
+		set = cluster.WithIdle
 	}
+	cl.EachNode(set, func(n int) bool {
+		for g := n * sh.GPUsPerNode; g < (n+1)*sh.GPUsPerNode; g++ {
+			c := cl.Count(g)
+			if c >= sh.MaxShare || cl.FreeMem(g) < mem {
+				continue
+			}
+			if c == 0 {
+				p.hp = append(p.hp, g)
+				if idleOnly && len(p.hp) == need {
+					return false
+				}
+			} else if !idleOnly {
+				p.lp = append(p.lp, g)
+			}
+		}
+		return true
+	})
 }
 
-// exclusive places j on idle GPUs only, in candidate order; ok is false if too few are idle.
+// exclusive places j on idle GPUs only, in scan order; ok is false if too few are idle.
 func (p *placer) exclusive(j *Job, opt int) ([]int, bool) {
 	need := j.GPUs
 	if p.s.Cluster.Idle() < need {
@@ -154,10 +132,10 @@ func (p *placer) firstFit(j *Job, opt int) (gpus []int, partners []trace.JobID, 
 	if p.s.Cluster.Open() < need {
 		return nil, nil, nil
 	}
-	p.split(j.Options[opt].Mem, need, false)
-	if len(p.hp) >= need {
-		return slices.Clone(p.hp[:need]), nil, nil
+	if gpus, ok := p.exclusive(j, opt); ok {
+		return gpus, nil, nil
 	}
+	p.split(j.Options[opt].Mem, need, false)
 	if len(p.hp)+len(p.lp) < need {
 		return nil, nil, nil
 	}
@@ -188,18 +166,23 @@ func (p *placer) bestBenefit(j *Job, opt int) (gpus []int, partners []trace.JobI
 		return nil, nil, 0, "", nil
 	}
 	o := j.Options[opt]
-	p.split(o.Mem, need, false)
-	if len(p.hp) >= need {
-		return slices.Clone(p.hp[:need]), nil, 0, "idle GPUs", nil
+	if gpus, ok := p.exclusive(j, opt); ok {
+		return gpus, nil, 0, "idle GPUs", nil
 	}
+	p.split(o.Mem, need, false)
 	if len(p.hp)+len(p.lp) < need {
 		return nil, nil, 0, "", nil
 	}
 	etcA := j.P.Rem * o.Excl.Seconds()
+	// Share-check every distinct job on the candidate GPUs once, in order of first appearance.
 	p.checked = p.checked[:0]
+	if p.seen == nil {
+		p.seen = map[trace.JobID]int{}
+	}
+	clear(p.seen)
 	for _, g := range p.lp {
 		for _, id := range p.s.Cluster.Jobs(g) {
-			if slices.ContainsFunc(p.checked, func(c checked) bool { return c.id == id }) {
+			if _, dup := p.seen[id]; dup {
 				continue
 			}
 			r, err := p.resident(id)
@@ -212,37 +195,52 @@ func (p *placer) bestBenefit(j *Job, opt int) (gpus []int, partners []trace.JobI
 			if okA && okB {
 				c.ok, c.tCon, c.tSeq = ShareCheck(etcA, r.etc, xiA, xiB)
 			}
+			p.seen[id] = len(p.checked)
 			p.checked = append(p.checked, c)
 		}
 	}
-	// Stable: partners with equal t_con keep their order of first appearance.
-	slices.SortStableFunc(p.checked, func(a, b checked) int {
-		if a.ok != b.ok {
-			if a.ok {
-				return -1
-			}
-			return 1
-		}
-		return cmp.Compare(a.tCon, b.tCon)
-	})
+	// A GPU can be used only if every job on it passed.
 	okFor := func(g int) bool {
 		for _, id := range p.s.Cluster.Jobs(g) {
-			i := slices.IndexFunc(p.checked, func(c checked) bool { return c.id == id })
-			if !p.checked[i].ok {
+			if !p.checked[p.seen[id]].ok {
 				return false
 			}
 		}
 		return true
 	}
+	// Passing partners by t_con; stable, so equal t_con keep their order of first appearance.
+	p.order = p.order[:0]
+	for i, c := range p.checked {
+		if c.ok {
+			p.order = append(p.order, i)
+		}
+	}
+	slices.SortStableFunc(p.order, func(a, b int) int { return cmp.Compare(p.checked[a].tCon, p.checked[b].tCon) })
+	// Each partner's usable GPUs, in scan order (indexed like p.checked).
+	for len(p.gpusOf) < len(p.checked) {
+		p.gpusOf = append(p.gpusOf, nil)
+	}
+	for i := range p.checked {
+		p.gpusOf[i] = p.gpusOf[i][:0]
+	}
+	for _, g := range p.lp {
+		if okFor(g) {
+			for _, id := range p.s.Cluster.Jobs(g) {
+				i := p.seen[id]
+				p.gpusOf[i] = append(p.gpusOf[i], g)
+			}
+		}
+	}
 	p.tmp = p.tmp[:0]
 	have := len(p.hp)
-	for _, c := range p.checked {
-		if !c.ok || have+len(p.tmp) >= need {
+	for _, i := range p.order {
+		if have+len(p.tmp) >= need {
 			break
 		}
+		c := p.checked[i]
 		used := false
-		for _, g := range p.lp {
-			if slices.Contains(p.tmp, g) || !slices.Contains(p.s.Cluster.Jobs(g), c.id) || !okFor(g) {
+		for _, g := range p.gpusOf[i] {
+			if p.taken(g) {
 				continue
 			}
 			p.tmp = append(p.tmp, g)

@@ -98,7 +98,7 @@ func newEngine(cfg Config, jobs []trace.Job, p policy.Policy, prof *profile.Tabl
 	if m, ok := p.(policy.Moder); ok {
 		mode = m.Mode()
 	}
-	s := &setup{cfg: cfg, prof: prof, cfgIdx: map[string]int{}, noProf: map[string]int{}, fams: map[[2]int]int{}}
+	s := &setup{cfg: cfg, prof: prof, cfgIdx: map[string]int{}, noProf: map[string]int{}, fams: map[[2]int]int{}, cache: map[optKey]optEntry{}}
 	e := &engine{cfg: cfg, pol: p, cl: cluster.New(cfg.Shape), obs: obs, tick: -1,
 		idx: make(map[trace.JobID]int32, len(jobs)), byID: map[trace.JobID]*policy.Job{}}
 	e.keyer, _ = p.(policy.Keyer)

@@ -26,6 +26,7 @@ type setup struct {
 	notes  []string
 	noProf map[string]int // model/batch → jobs using the trace's iteration time
 	estMem bool
+	cache  map[optKey]optEntry
 	fams   map[[2]int]int // (first option's configuration, GPUs) → family
 }
 
@@ -48,8 +49,41 @@ func (s *setup) class(gpus int) int {
 	return len(s.gcs) - 1
 }
 
+// optKey identifies jobs that get identical options, which they then share (read-only).
+type optKey struct {
+	model    string
+	batch    int
+	gpus     int
+	iterTime time.Duration
+}
+
+type optEntry struct {
+	opts   []policy.Option
+	gc     int
+	family int
+}
+
 // job builds the simulation job for t.
 func (s *setup) job(t trace.Job, file string) (*policy.Job, error) {
+	key := optKey{t.Model, t.Batch, t.GPUs, t.IterTime}
+	if e, ok := s.cache[key]; ok {
+		j := &policy.Job{Job: t, Options: e.opts, GC: e.gc, Family: e.family, Xi: 1}
+		j.P.Rem = float64(t.Iters)
+		if len(e.opts) == 1 && e.opts[0].Cfg >= 0 && s.keys[e.opts[0].Cfg].Model == "" {
+			s.noProf[s.names[e.opts[0].Cfg]]++
+		}
+		return j, nil
+	}
+	j, err := s.build(t, file)
+	if err != nil {
+		return nil, err
+	}
+	s.cache[key] = optEntry{j.Options, j.GC, j.Family}
+	return j, nil
+}
+
+// build resolves t's model and options from the model map, the profile and the trace.
+func (s *setup) build(t trace.Job, file string) (*policy.Job, error) {
 	j := &policy.Job{Job: t}
 	capBytes := s.cfg.Shape.GPUMemBytes
 	where := fmt.Sprintf("%s:%d: job %d", file, t.Line, t.ID)
