@@ -385,7 +385,7 @@ func (c *Campaign) Resolve() error {
 	if len(c.GPUs) == 0 {
 		c.GPUs = []string{"0"}
 	}
-	if c.Container.WorkloadsDir == "" && len(c.Workload.Command) == 0 {
+	if c.Container.WorkloadsDir == "" && len(c.Container.Command) == 0 {
 		c.Container.WorkloadsDir = filepath.Dir(c.Workload.Script)
 	}
 	if err := c.validate(); err != nil {

@@ -412,3 +412,22 @@ func mergeStart(e *Env, s *Event) {
 		}
 	}
 }
+
+// SoloLookup returns a CellOptions.Solo function answering from the latest journal records
+// of c: what a dispatcher passes to RunCell for pair cells with reuse_solo.
+func SoloLookup(c *Campaign, latest map[string]Result) func(Member) (Result, bool) {
+	solos := map[string]string{} // config → cell ID
+	for _, cell := range c.Cells() {
+		if cell.Kind == KindSolo {
+			solos[cell.A.String()] = cell.ID
+		}
+	}
+	return func(m Member) (Result, bool) {
+		id, ok := solos[m.String()]
+		if !ok {
+			return Result{}, false
+		}
+		r, ok := latest[id]
+		return r, ok
+	}
+}

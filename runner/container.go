@@ -158,7 +158,9 @@ func (b *ContainerBackend) control(argv []string) {
 		return
 	}
 	// Failures ("no such container" after --rm removed it) are expected and harmless.
-	_ = exec.CommandContext(ctx, argv[0], argv[1:]...).Run()
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Env = b.environ()
+	_ = cmd.Run()
 }
 
 // tailString returns the last n bytes of s.

@@ -142,7 +142,7 @@ solo_only: true
 repeats: 1
 models: [{name: m, batches: [8], sub_batches: [4]}]
 window: {min_steps: 20, min_seconds: 30, floor_steps: 5, trim: 2, max_seconds: 20}
-timeouts: {ready: 3s, stall: 1s, grace: 500ms}
+timeouts: {ready: 3s, stall: 2s, grace: 500ms}
 workload: {device: cpu}
 `)
 	c.Workload.Command = []string{os.Args[0], "-test.run=^TestHelperWorkload$", "--"}
@@ -188,7 +188,7 @@ func TestLocalHelperScripts(t *testing.T) {
 		{script: "garbage", status: StatusFailed, reason: "malformed protocol stream"},
 		{script: "v2", status: StatusFailed, reason: "unsupported protocol version 2"},
 		{script: "hang", status: StatusFailed, reason: "not ready within 3s", maxElapsed: 10 * time.Second},
-		{script: "stall", status: StatusFailed, reason: "made no step for 1s", maxElapsed: 10 * time.Second},
+		{script: "stall", status: StatusFailed, reason: "made no step for 2s", maxElapsed: 10 * time.Second},
 	}
 	for _, tt := range tests {
 		t.Run(tt.script, func(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -84,8 +85,8 @@ func BuildProfile(c *Campaign, latest map[string]Result, command string) (*profi
 		e := r.A.SoloMs
 		m.Configs = append(m.Configs, profile.Solo{
 			Batch: cell.A.Batch, SubBatch: cell.A.SubBatch,
-			IterS:    profile.GPUMap{1: e.Median / 1000},
-			IterCIS:  map[int][2]float64{1: {e.CI[0] / 1000, e.CI[1] / 1000}},
+			IterS:    profile.GPUMap{1: round(e.Median/1000, 9)},
+			IterCIS:  map[int][2]float64{1: {round(e.CI[0]/1000, 9), round(e.CI[1]/1000, 9)}},
 			MemBytes: r.A.MemReservedBytes, N: e.N,
 		})
 		rss = rss || r.A.MemSource == "rss"
@@ -167,8 +168,15 @@ func pairXi(s *Side, solo Result, seed uint64) *Estimate {
 }
 
 func pairEntry(a, b profile.Config, e *Estimate) profile.Pair {
-	ci := e.CI
-	return profile.Pair{A: a, B: b, GPUs: 1, Mode: profile.Timeslice, Xi: e.Median, CI: &ci, N: e.N}
+	ci := [2]float64{round(e.CI[0], 6), round(e.CI[1], 6)}
+	return profile.Pair{A: a, B: b, GPUs: 1, Mode: profile.Timeslice, Xi: round(e.Median, 6), CI: &ci, N: e.N}
+}
+
+// round rounds x to the given number of decimals: profile values have a fixed precision
+// (seconds to the nanosecond, ξ to 1e-6), so they print without representation noise.
+func round(x float64, decimals int) float64 {
+	p := math.Pow(10, float64(decimals))
+	return math.Round(x*p) / p
 }
 
 func hostMap(e Env, backend string) map[string]string {

@@ -188,3 +188,20 @@ func FuzzProtocol(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkParseStep measures the parent's cost per step event (parse one line of a
+// 4-micro-step stream): the harness's CPU time per optimizer step.
+func BenchmarkParseStep(b *testing.B) {
+	line := AppendLine(nil, Event{Event: EventStep, I: 123, T0Ns: 1234567890123, T1Ns: 1234667890123,
+		MicroMs: []float64{24.9, 25.1, 25.0, 24.8}, StepMs: 100.0, Samples: 256})
+	stream := bytes.Repeat(line, b.N)
+	b.SetBytes(int64(len(line)))
+	b.ResetTimer()
+	p := NewParser(bytes.NewReader(stream))
+	p.Raw = io.Discard
+	for i := 0; i < b.N; i++ {
+		if _, err := p.Next(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -152,16 +153,11 @@ func Run(ctx context.Context, c *Campaign, opt RunOptions) (Summary, error) {
 	if sum.Skipped > 0 {
 		log.Info("resuming: cells already in the journal are skipped", "skipped", sum.Skipped)
 	}
+	lookup := SoloLookup(c, latest)
 	soloOf := func(m Member) (Result, bool) {
 		mu.Lock()
 		defer mu.Unlock()
-		for _, cell := range cells {
-			if cell.Kind == KindSolo && cell.A.Config() == m.Config() {
-				r, ok := latest[cell.ID]
-				return r, ok
-			}
-		}
-		return Result{}, false
+		return lookup(m)
 	}
 	gpus := c.GPUs
 	limit := len(gpus)
@@ -247,8 +243,12 @@ func writeOutputs(c *Campaign, latest map[string]Result, opt RunOptions, host Ho
 	if err != nil {
 		return err
 	}
-	if err := t.WriteFile(filepath.Join(opt.OutDir, ProfileFile)); err != nil {
+	var buf bytes.Buffer
+	if err := t.Write(&buf); err != nil {
 		return fmt.Errorf("runner: campaign %s: %w", c.Name, err)
+	}
+	if err := WriteFileAtomic(filepath.Join(opt.OutDir, ProfileFile), buf.Bytes()); err != nil {
+		return err
 	}
 	m := buildManifest(c, latest, host, devs, mps, telemetry, opt.Backend.Name(), opt.Command, started, time.Now().UTC())
 	b, err := marshalIndent(m)

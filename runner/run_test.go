@@ -193,10 +193,10 @@ func TestCampaignFake(t *testing.T) {
 		t.Errorf("profile: %+v", tab)
 	}
 	ca, cb := profile.Config{Model: "a", Batch: 8, SubBatch: 8}, profile.Config{Model: "b", Batch: 4, SubBatch: 4}
-	if xi, ok := tab.Slowdown(ca, cb, 1, profile.Timeslice); !ok || xi != pair.A.Xi.Median {
+	if xi, ok := tab.Slowdown(ca, cb, 1, profile.Timeslice); !ok || xi != round(pair.A.Xi.Median, 6) {
 		t.Errorf("profile ξ(a|b) = %v %v, want %v", xi, ok, pair.A.Xi.Median)
 	}
-	if xi, ok := tab.Slowdown(cb, ca, 1, profile.Timeslice); !ok || xi != pair.B.Xi.Median {
+	if xi, ok := tab.Slowdown(cb, ca, 1, profile.Timeslice); !ok || xi != round(pair.B.Xi.Median, 6) {
 		t.Errorf("profile ξ(b|a) = %v %v, want %v", xi, ok, pair.B.Xi.Median)
 	}
 	if mem, est, ok := tab.Mem(ca); !ok || est || mem != 1<<30 {
@@ -277,7 +277,7 @@ models:
 pairs: [[big, big], [ok, crashy]]
 warmup: {steps: 1, seconds: 0}
 window: {min_steps: 10, min_seconds: 10, floor_steps: 5, max_seconds: 10}
-timeouts: {ready: 5s, stall: 1s, grace: 300ms}
+timeouts: {ready: 5s, stall: 2s, grace: 1s}
 telemetry: none
 fake:
   default_step_ms: 3
@@ -301,7 +301,7 @@ fake:
 		"ok/8/8":            {StatusOK, "", ""},
 		"big/8/8":           {StatusOK, "", ""},
 		"crashy/8/8":        {StatusFailed, "during measurement: exit code 1", "InjectedCrash: injected crash at step 3"},
-		"hangy/8/8":         {StatusFailed, "made no step for 1s", "injected hang"},
+		"hangy/8/8":         {StatusFailed, "made no step for 2s", "injected hang"},
 		"garbagey/8/8":      {StatusFailed, "malformed protocol stream", ""},
 		"oomy/8/8":          {StatusInfeasible, "out of memory in build", "OutOfMemoryError"},
 		"big/8/8+big/8/8":   {StatusInfeasible, "out of memory in warmup", "fake GPU"},

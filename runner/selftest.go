@@ -115,7 +115,7 @@ func selftestCampaign(tmpl *Campaign, name string) *Campaign {
 	sub := m.subBatches(b, max(tmpl.SubBatchLevels, 2))
 	c.Models = []ModelSpec{{Name: m.Name, Batches: []int{b}, SubBatches: []int{sub[len(sub)-1]}, SeqLen: m.SeqLen, ImageSize: m.ImageSize, Args: m.Args, MinSubBatch: 1}}
 	c.Repeats = 1
-	c.SoloOnly = true
+	c.Pairs, c.SoloOnly = nil, true
 	c.Warmup = Warmup{Steps: 2, Seconds: 0.01}
 	c.Workload.Args = append([]string{}, tmpl.Workload.Args...)
 	return &c

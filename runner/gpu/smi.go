@@ -38,7 +38,7 @@ func ExecRunner(ctx context.Context, name string, args ...string) ([]byte, error
 const (
 	smiDeviceFields = "index,uuid,name,memory.total,driver_version,compute_mode,mig.mode.current,clocks.max.sm"
 	smiSampleFields = "index,clocks.sm,utilization.gpu,memory.used,power.draw"
-	smiAppFields    = "gpu_uuid,pid,process_name,used_memory"
+	smiAppFields    = "gpu_uuid,pid,process_name,used_gpu_memory"
 	smiCSVFormat    = "--format=csv,noheader,nounits"
 )
 
@@ -334,7 +334,7 @@ func ParseSMISamples(out []byte, withThrottle bool) ([]Sample, error) {
 }
 
 // ParseSMIApps parses the output of
-// nvidia-smi --query-compute-apps=gpu_uuid,pid,process_name,used_memory --format=csv,noheader,nounits.
+// nvidia-smi --query-compute-apps=gpu_uuid,pid,process_name,used_gpu_memory --format=csv,noheader,nounits.
 // "No running processes found" style messages parse as no rows.
 func ParseSMIApps(out []byte) ([]SMIApp, error) {
 	if t := strings.TrimSpace(string(out)); t == "" || strings.HasPrefix(strings.ToLower(t), "no running") {
@@ -350,7 +350,7 @@ func ParseSMIApps(out []byte) ([]SMIApp, error) {
 		if err != nil {
 			return nil, err
 		}
-		mem, err := smiInt(r[3], "used_memory")
+		mem, err := smiInt(r[3], "used_gpu_memory")
 		if err != nil {
 			return nil, err
 		}

@@ -1,0 +1,41 @@
+// Package runner measures deep-learning workloads on real GPUs, alone and co-located, and
+// turns the measurements into a profile.Table (RUNNER.md).
+//
+// Vocabulary: a Campaign (YAML) expands into Cells, the unit of work: one configuration
+// measured alone, or two together, R repeats each. A repeat is a solo-A, solo-B and pair run
+// in ABBA order, every run in fresh processes started by a Backend (Local, ContainerBackend
+// for docker or podman, Fake). Children speak protocol v1 (JSON lines, Parser) and are
+// released together by a ready/go barrier; only steps inside the overlap window count.
+// Per-cell failures (OOM, crash, hang, malformed stream) are Results, never errors; errors are
+// for cancellation and infrastructure. The package never imports policy or sim, and it never
+// changes GPU settings.
+//
+// # Journal
+//
+// DIR/journal.jsonl is the campaign's source of truth, append-only, one JSON object per line,
+// each line written with a single write(2) under an exclusive flock and fsynced:
+//
+//	{"record":"cell","v":1,"campaign":"NAME","cell":{"index":3,"id":"9f2c…","kind":"pair",
+//	 "a":{...},"b":{...},"label":"resnet50/64/64+vgg16/32/32"},"status":"ok","a":{...},"b":{...},
+//	 "mode":"timeslice","env":{...},"backend":"local","attempt":1,"started":"…","finished":"…",
+//	 "runs":[...]}
+//
+// The record is Result: MarshalResult writes it, DecodeResults reads it. Rules:
+//
+//   - cell.id is a hash of the cell's content and of the campaign settings that change what
+//     is measured (not paths, timeouts, GPUs or telemetry), so it is stable across reruns
+//     and machines. A cell whose latest record has status ok, infeasible or
+//     infeasible_predicted is done and skipped on rerun; failed cells rerun with
+//     --retry-failed. Later records of a cell supersede earlier ones (Latest).
+//   - Readers skip lines that do not decode (a crash mid-write leaves at most one) and
+//     records whose "record" is not "cell", so new record kinds can be added.
+//   - Dispatchers (Slurm, Kubernetes) run RunCell(ctx, campaign, index, backend, opts) per
+//     task, or "sharebench profile cell --index i", which prints the same Result as one JSON
+//     line; appending those lines to the journal is all a dispatcher has to do.
+//   - cells.csv, profile.json and manifest.json are derived from the campaign and the
+//     journal (BuildProfile is a pure function of them) and rewritten atomically.
+//
+// Raw data lives next to it: DIR/cells/<index>-<label>-<id8>/<run>-<role>.events.jsonl (the
+// protocol lines), <run>-<role>.log (stderr and non-protocol stdout) and
+// <run>.telemetry.jsonl.
+package runner
