@@ -44,3 +44,5 @@ PYTHON ?= /usr/bin/python3
 .PHONY: help build build-nocgo test test-workloads lint bench fuzz clean
 
 -include Makefile.runner
+-include Makefile.reproduce
+-include Makefile.scaleout

@@ -358,21 +358,21 @@ func sameSet(a, b []int) bool {
 	return slices.Equal(x, y)
 }
 
-// yarnPlace places a job exclusively with the YARN rule at its default sub-batch.
+// yarnPlace places a job exclusively with the YARN rule at its fastest sub-batch.
 func yarnPlace(p *placer, j *Job) (Placement, bool, error) {
 	gpus := p.yarn(j)
 	if gpus == nil {
 		return Placement{}, false, nil
 	}
-	pl := Placement{GPUs: gpus}
+	pl := Placement{GPUs: gpus, Opt: j.Fast}
 	if p.s.Env.Explain {
 		pl.Reason = "exclusive (yarn)"
 	}
 	return pl, true, nil
 }
 
-// remKey is the SJF key of a pending job: its remaining exclusive time at the default sub-batch.
-func remKey(j *Job) Key { return Key{A: j.P.Rem * j.Options[0].Excl.Seconds()} }
+// remKey is the SJF key of a pending job: its remaining exclusive time at its fastest sub-batch.
+func remKey(j *Job) Key { return Key{A: j.P.Rem * j.Options[j.Fast].Excl.Seconds()} }
 
 // runRemKey is the SJF key of a running job: its remaining time at its current iteration time.
 func runRemKey(now time.Duration) func(*Job) Key {

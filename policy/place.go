@@ -174,6 +174,7 @@ func (p *placer) bestBenefit(j *Job, opt int) (gpus []int, partners []trace.JobI
 		return nil, nil, 0, "", nil
 	}
 	etcA := j.P.Rem * o.Excl.Seconds()
+	etcWait := j.P.Rem * j.Options[j.Fast].Excl.Seconds()
 	// Share-check every distinct job on the candidate GPUs once, in order of first appearance.
 	p.checked = p.checked[:0]
 	if p.seen == nil {
@@ -193,7 +194,7 @@ func (p *placer) bestBenefit(j *Job, opt int) (gpus []int, partners []trace.JobI
 			xiA, okA := p.s.Env.Xi(j, opt, r.job, r.opt)
 			xiB, okB := p.s.Env.Xi(r.job, r.opt, j, opt)
 			if okA && okB {
-				c.ok, c.tCon, c.tSeq = ShareCheck(etcA, r.etc, xiA, xiB)
+				c.ok, c.tCon, c.tSeq = shareAt(etcA, etcWait, r.etc, xiA, xiB)
 			}
 			p.seen[id] = len(p.checked)
 			p.checked = append(p.checked, c)
@@ -292,6 +293,7 @@ func (p *placer) consolidated(j *Job, opt int, check bool) (gpus []int, partners
 	})
 	o := j.Options[opt]
 	etcA := j.P.Rem * o.Excl.Seconds()
+	etcWait := j.P.Rem * j.Options[j.Fast].Excl.Seconds()
 	for _, k := range keys {
 		var idle, busy []int
 		for g := k.n * sh.GPUsPerNode; g < (k.n+1)*sh.GPUsPerNode; g++ {
@@ -331,7 +333,7 @@ func (p *placer) consolidated(j *Job, opt int, check bool) (gpus []int, partners
 					break
 				}
 				if check {
-					share, tCon, _ := ShareCheck(etcA, r.etc, xiA, xiB)
+					share, tCon, _ := shareAt(etcA, etcWait, r.etc, xiA, xiB)
 					ok = ok && share
 					c.tCon = max(c.tCon, tCon)
 				}

@@ -112,9 +112,12 @@ type Option struct {
 // Job is a trace job with its simulation state. Fields below Options are owned by the engine.
 type Job struct {
 	trace.Job
-	// Options lists the feasible sub-batch configurations, largest sub-batch first. Options[0]
-	// is the default: the largest sub-batch that fits on an idle GPU.
+	// Options lists the feasible sub-batch configurations (those that fit on an idle GPU),
+	// largest sub-batch first.
 	Options []Option
+	// Fast indexes the option with the shortest exclusive step time (ties: the larger
+	// sub-batch): the one a job runs at alone, and the one its waiting time is counted at.
+	Fast int
 	// GC is the GPU-count class of the job in Env's slowdown matrices.
 	GC int
 	// Family groups jobs with the same options and GPU count: whether such jobs can be placed
@@ -122,6 +125,8 @@ type Job struct {
 	Family int
 	// Size indexes State.Sizes: the job's GPU count.
 	Size int
+	// Idx is the job's index in the engine's arrival-ordered job list (engine-owned).
+	Idx int32
 	// K is the job's key when it entered the pending queue (engine-owned).
 	K Key
 
@@ -170,12 +175,12 @@ func (j *Job) Executed(now time.Duration) time.Duration {
 }
 
 // IterTime returns the job's current time per iteration: exclusive time times its slowdown
-// while running, the default option's exclusive time while pending.
+// while running, the fastest option's exclusive time while pending.
 func (j *Job) IterTime() time.Duration {
 	if j.Running {
 		return time.Duration(float64(j.Options[j.Opt].Excl) * j.Xi)
 	}
-	return j.Options[0].Excl
+	return j.Options[j.Fast].Excl
 }
 
 // RemTime returns the remaining time at the current iteration time (SPEC.md §9.3: the SJF key
@@ -184,7 +189,7 @@ func (j *Job) RemTime(now time.Duration) time.Duration {
 	if j.Running {
 		return seconds(j.RemIters(now) * float64(j.Options[j.Opt].Excl) * j.Xi / 1e9)
 	}
-	return seconds(j.P.Rem * float64(j.Options[0].Excl) / 1e9)
+	return seconds(j.P.Rem * float64(j.Options[j.Fast].Excl) / 1e9)
 }
 
 func seconds(s float64) time.Duration { return time.Duration(math.Round(s * 1e9)) }

@@ -40,3 +40,13 @@ func PairAverage(etcA, etcB, xiA, xiB, tau float64) float64 {
 	endB := endA + restB - hatA/xiB
 	return (endA + endB) / 2
 }
+
+// shareAt is ShareCheck for a pending job that would share at one sub-batch (remaining time
+// etcShare) but would run alone at its fastest one (etcWait): t_con is computed with the former,
+// t_seq with the latter, since waiting means running alone later. With one sub-batch the two are
+// equal and this is exactly ShareCheck.
+func shareAt(etcShare, etcWait, etcB, xiA, xiB float64) (share bool, tCon, tSeq float64) {
+	_, tCon, _ = ShareCheck(etcShare, etcB, xiA, xiB)
+	tSeq = etcB + 0.5*etcWait
+	return tCon < tSeq, tCon, tSeq
+}

@@ -26,26 +26,29 @@ type SJFBSBFArgs struct {
 	Consolidate bool   `json:"consolidate"`
 	MPS         bool   `json:"mps"`
 	// SubBatch enables the choice of sub-batch (gradient accumulation); false keeps every job at
-	// its default sub-batch, the largest that fits on an idle GPU.
+	// its fastest sub-batch that fits on an idle GPU.
 	SubBatch bool `json:"sub_batch"`
 }
 
 func newSJFBSBF(a SJFBSBFArgs) *SJFBSBF {
 	place := func(p *placer, j *Job) (Placement, bool, error) {
-		if gpus, ok := p.exclusive(j, 0); ok {
-			pl := Placement{GPUs: gpus}
+		if gpus, ok := p.exclusive(j, j.Fast); ok {
+			pl := Placement{GPUs: gpus, Opt: j.Fast}
 			if p.s.Env.Explain {
 				pl.Reason = "idle GPUs"
 			}
 			return pl, true, nil
 		}
-		opts := 1
+		opts := []int{j.Fast}
 		if a.SubBatch {
-			opts = len(j.Options)
+			opts = opts[:0]
+			for o := range j.Options {
+				opts = append(opts, o)
+			}
 		}
 		var best Placement
 		bestScore, found := 0.0, false
-		for opt := range opts {
+		for _, opt := range opts {
 			var gpus []int
 			var partners []trace.JobID
 			var score float64

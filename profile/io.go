@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 )
 
 // Load decodes a profile from r. name labels errors (usually the file name); syntax and type
@@ -73,16 +74,23 @@ func positioned(data []byte, dec *json.Decoder, err error) error {
 }
 
 // Write encodes t in canonical form: normalized order, two-space indentation, trailing newline.
-// Equal tables give identical bytes.
+// Equal tables give identical bytes. It leaves t itself untouched, so it is safe while other
+// goroutines read t.
 func (t *Table) Write(w io.Writer) error {
-	if err := t.Normalize(); err != nil {
+	c := *t
+	c.Models = slices.Clone(t.Models)
+	for i := range c.Models {
+		c.Models[i].Configs = slices.Clone(c.Models[i].Configs)
+	}
+	c.Pairs = slices.Clone(t.Pairs)
+	if err := c.Normalize(); err != nil {
 		return fmt.Errorf("profile: %w", err)
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(t); err != nil {
+	if err := enc.Encode(&c); err != nil {
 		return fmt.Errorf("profile: %w", err)
 	}
 	_, err := w.Write(buf.Bytes())

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -52,7 +53,7 @@ type engine struct {
 	env      *policy.Env
 	obs      Observer
 	jobs     []*policy.Job // in arrival order
-	idx      map[trace.JobID]int32
+	byIDs    []int32       // job indices sorted by job ID, for lookups
 	stats    []jobStats
 	ver      []uint32
 	q        queue
@@ -79,8 +80,7 @@ type jobStats struct {
 	sharedFor  time.Duration
 	sharedNow  bool
 	everShared bool
-	soloDef    time.Duration
-	soloBest   time.Duration
+	solo       time.Duration // iterations × fastest exclusive step time
 	restart    time.Duration // restart cost after a preemption
 }
 
@@ -100,17 +100,15 @@ func newEngine(cfg Config, jobs []trace.Job, p policy.Policy, prof *profile.Tabl
 	}
 	s := &setup{cfg: cfg, prof: prof, cfgIdx: map[string]int{}, noProf: map[string]int{}, fams: map[[2]int]int{}, cache: map[optKey]optEntry{}}
 	e := &engine{cfg: cfg, pol: p, cl: cluster.New(cfg.Shape), obs: obs, tick: -1,
-		idx: make(map[trace.JobID]int32, len(jobs)), byID: map[trace.JobID]*policy.Job{}}
+		byID: map[trace.JobID]*policy.Job{}}
 	e.keyer, _ = p.(policy.Keyer)
 	sorted := slices.Clone(jobs)
 	trace.Sort(sorted)
 	e.jobs = make([]*policy.Job, len(sorted))
+	e.byIDs = make([]int32, len(sorted))
 	e.stats = make([]jobStats, len(sorted))
 	e.ver = make([]uint32, len(sorted))
 	for i, t := range sorted {
-		if _, dup := e.idx[t.ID]; dup {
-			return nil, fmt.Errorf("sim: %s: duplicate job id %d", cfg.TraceName, t.ID)
-		}
 		if t.GPUs > cfg.Shape.GPUs() || t.GPUs <= 0 || t.Iters <= 0 || t.Submit < 0 {
 			return nil, fmt.Errorf("sim: %s: job %d asks for %d GPUs and %d iterations at %v; the cluster has %d GPUs", cfg.TraceName, t.ID, t.GPUs, t.Iters, t.Submit, cfg.Shape.GPUs())
 		}
@@ -118,13 +116,20 @@ func newEngine(cfg Config, jobs []trace.Job, p policy.Policy, prof *profile.Tabl
 		if err != nil {
 			return nil, fmt.Errorf("sim: %w", err)
 		}
-		e.idx[t.ID] = int32(i)
+		j.Idx = int32(i)
 		e.jobs[i] = j
+		e.byIDs[i] = int32(i)
 		e.stats[i].start, e.stats[i].end = -1, -1
-		e.stats[i].soloDef, e.stats[i].soloBest = solo(j)
+		e.stats[i].solo = solo(j)
 		if prof != nil {
 			m, _ := cfg.ModelMap.Resolve(t.Model, t.Batch)
 			e.stats[i].restart = prof.Restart(m, t.GPUs)
+		}
+	}
+	slices.SortFunc(e.byIDs, func(a, b int32) int { return cmp.Compare(e.jobs[a].ID, e.jobs[b].ID) })
+	for k := 1; k < len(e.byIDs); k++ {
+		if e.jobs[e.byIDs[k]].ID == e.jobs[e.byIDs[k-1]].ID {
+			return nil, fmt.Errorf("sim: %s: duplicate job id %d", cfg.TraceName, e.jobs[e.byIDs[k]].ID)
 		}
 	}
 	e.env = s.env(mode)
@@ -240,8 +245,9 @@ func (e *engine) stuck() error {
 
 // lookup finds a job by ID for policies.
 func (e *engine) lookup(id trace.JobID) *policy.Job {
-	if i, ok := e.idx[id]; ok {
-		return e.jobs[i]
+	k, ok := slices.BinarySearchFunc(e.byIDs, id, func(i int32, id trace.JobID) int { return cmp.Compare(e.jobs[i].ID, id) })
+	if !ok {
+		return nil
 	}
-	return nil
+	return e.jobs[e.byIDs[k]]
 }

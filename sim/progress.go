@@ -67,7 +67,7 @@ func (e *engine) rekey(id trace.JobID) error {
 		return fmt.Errorf("rekey of job %d, which is not pending", id)
 	}
 	e.dequeue(j)
-	e.enqueue(e.idx[id])
+	e.enqueue(j.Idx)
 	return nil
 }
 
@@ -144,7 +144,7 @@ func (e *engine) touch(i int32, buf []*policy.Job) []*policy.Job {
 	e.settle(i)
 	buf = e.partners(e.jobs[i], buf)
 	for _, q := range buf {
-		e.settle(e.idx[q.ID])
+		e.settle(q.Idx)
 	}
 	return buf
 }
@@ -166,14 +166,14 @@ func (e *engine) finish(i int32) {
 	st := &e.stats[i]
 	st.end = e.now
 	jct := e.now - j.Submit
-	if jct+time.Millisecond < st.soloBest {
-		panic(fmt.Sprintf("sim: job %d finished in %v, faster than its solo time %v", j.ID, jct, st.soloBest))
+	if jct+time.Millisecond < st.solo {
+		panic(fmt.Sprintf("sim: job %d finished in %v, faster than its solo time %v", j.ID, jct, st.solo))
 	}
 	e.done++
 	e.emit(Event{T: e.now, Kind: Finish, Job: j.ID, JCT: jct})
 	var buf []*policy.Job
 	for _, q := range ps {
-		buf = e.rerate(e.idx[q.ID], buf)
+		buf = e.rerate(q.Idx, buf)
 	}
 }
 
@@ -186,7 +186,7 @@ func (e *engine) stopRunning(j *policy.Job) {
 	}
 	e.run = slices.Delete(e.run, k, k+1)
 	delete(e.byID, j.ID)
-	e.stats[e.idx[j.ID]].sharedNow = false
+	e.stats[j.Idx].sharedNow = false
 }
 
 // schedule asks the policy for a plan and applies it.
@@ -230,11 +230,11 @@ func (e *engine) apply(plan policy.Plan) error {
 	}
 	var buf []*policy.Job
 	for _, id := range plan.Stop {
-		i, ok := e.idx[id]
-		if !ok || !e.jobs[i].Running {
+		jj := e.lookup(id)
+		if jj == nil || !jj.Running {
 			return fmt.Errorf("sim: policy %s: job %d: stop of a job that is not running", name, id)
 		}
-		j := e.jobs[i]
+		j, i := jj, jj.Idx
 		ps := e.touch(i, nil)
 		if err := e.cl.Release(id); err != nil {
 			return fmt.Errorf("sim: policy %s: job %d: %w", name, id, err)
@@ -245,15 +245,15 @@ func (e *engine) apply(plan policy.Plan) error {
 		e.emit(Event{T: e.now, Kind: Preempt, Job: id})
 		e.enqueue(i)
 		for _, q := range ps {
-			buf = e.rerate(e.idx[q.ID], buf)
+			buf = e.rerate(q.Idx, buf)
 		}
 	}
 	for _, pl := range plan.Start {
-		i, ok := e.idx[pl.Job]
-		if !ok {
+		jp := e.lookup(pl.Job)
+		if jp == nil {
 			return fmt.Errorf("sim: policy %s: start of unknown job %d", name, pl.Job)
 		}
-		j := e.jobs[i]
+		j, i := jp, jp.Idx
 		if j.Running || j.Submit > e.now || e.stats[i].end >= 0 {
 			return fmt.Errorf("sim: policy %s: job %d: start of a job that is not pending", name, pl.Job)
 		}
@@ -279,7 +279,7 @@ func (e *engine) apply(plan policy.Plan) error {
 		// Settle the future partners before their rates change.
 		for _, g := range pl.GPUs {
 			for _, id := range e.cl.Jobs(g) {
-				e.settle(e.idx[id])
+				e.settle(e.byID[id].Idx)
 			}
 		}
 		if err := e.cl.Place(j.ID, pl.GPUs, j.Options[pl.Opt].Mem); err != nil {
@@ -289,7 +289,7 @@ func (e *engine) apply(plan policy.Plan) error {
 		e.startRunning(i, pl)
 		buf = e.rerate(i, buf)
 		for _, q := range slices.Clone(buf) {
-			buf = e.rerate(e.idx[q.ID], buf)
+			buf = e.rerate(q.Idx, buf)
 		}
 	}
 	if plan.Wake > e.now && e.cfg.Interval == 0 && (e.wake == 0 || plan.Wake != e.wake) {

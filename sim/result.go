@@ -82,7 +82,7 @@ func (e *engine) result() *Result {
 		jct := st.end - j.Submit
 		queue := jct - j.P.Exec
 		r.Jobs[i] = JobResult{ID: j.ID, Model: j.Model, GPUs: j.GPUs, Batch: j.Batch, SubBatch: j.Options[j.Opt].SubBatch,
-			Submit: j.Submit, Start: st.start, End: st.end, JCT: jct, Queue: queue, Solo: st.soloDef, Shared: st.sharedFor, Preempts: j.Preempts}
+			Submit: j.Submit, Start: st.start, End: st.end, JCT: jct, Queue: queue, Solo: st.solo, Shared: st.sharedFor, Preempts: j.Preempts}
 		jcts[i] = jct
 		sumJCT += jct.Seconds()
 		sumQueue += queue.Seconds()

@@ -295,3 +295,18 @@ func TestIllegalInputs(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+func TestSubBatchWaitBaseline(t *testing.T) {
+	// Sharing at sub-batch 32 (1.5 s per step, ξ 1.3) gives t_con = 155 s; waiting means running
+	// alone later at the faster sub-batch 64, so t_seq = 100 + 100/2 = 150 s and the job waits.
+	s := newScenario(t, 1, 1, 48).model("a", cfgSpec{64, 1, 8}, cfgSpec{32, 1.5, 4}).model("b", cfgSpec{64, 1, 8}).
+		pair("a", 64, "b", 64, 1.6).pair("b", 64, "a", 64, 1.6).pair("a", 32, "b", 64, 1.3).pair("b", 64, "a", 32, 1.3).
+		job(1, "b", 1, 0, 100).job(2, "a", 1, 0, 100)
+	r := s.run("sjf-bsbf")
+	if want := "0.000 start 1 [0-0] sub 64 with []\n100.000 start 2 [0-0] sub 64 with []\n"; s.log() != want {
+		t.Errorf("log:\n%s", s.log())
+	}
+	if r.Summary.AvgJCT != 150 {
+		t.Errorf("avg JCT %v, want 150", r.Summary.AvgJCT)
+	}
+}

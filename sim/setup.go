@@ -59,6 +59,7 @@ type optKey struct {
 
 type optEntry struct {
 	opts   []policy.Option
+	fast   int
 	gc     int
 	family int
 }
@@ -67,7 +68,7 @@ type optEntry struct {
 func (s *setup) job(t trace.Job, file string) (*policy.Job, error) {
 	key := optKey{t.Model, t.Batch, t.GPUs, t.IterTime}
 	if e, ok := s.cache[key]; ok {
-		j := &policy.Job{Job: t, Options: e.opts, GC: e.gc, Family: e.family, Xi: 1}
+		j := &policy.Job{Job: t, Options: e.opts, Fast: e.fast, GC: e.gc, Family: e.family, Xi: 1}
 		j.P.Rem = float64(t.Iters)
 		if len(e.opts) == 1 && e.opts[0].Cfg >= 0 && s.keys[e.opts[0].Cfg].Model == "" {
 			s.noProf[s.names[e.opts[0].Cfg]]++
@@ -78,7 +79,7 @@ func (s *setup) job(t trace.Job, file string) (*policy.Job, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.cache[key] = optEntry{j.Options, j.GC, j.Family}
+	s.cache[key] = optEntry{j.Options, j.Fast, j.GC, j.Family}
 	return j, nil
 }
 
@@ -135,6 +136,11 @@ func (s *setup) build(t trace.Job, file string) (*policy.Job, error) {
 		s.noProf[name]++
 		j.Options = []policy.Option{{SubBatch: t.Batch, Excl: t.IterTime, Mem: capBytes, Cfg: s.intern(name, profile.Config{})}}
 	}
+	for k, o := range j.Options {
+		if o.Excl < j.Options[j.Fast].Excl {
+			j.Fast = k
+		}
+	}
 	j.GC = s.class(t.GPUs)
 	fk := [2]int{j.Options[0].Cfg, t.GPUs}
 	f, ok := s.fams[fk]
@@ -172,12 +178,7 @@ func (s *setup) env(mode profile.Mode) *policy.Env {
 	return e
 }
 
-// solo returns the job's solo duration at its default option, and the shortest possible one.
-func solo(j *policy.Job) (def, best time.Duration) {
-	best = time.Duration(math.MaxInt64)
-	for _, o := range j.Options {
-		best = min(best, o.Excl)
-	}
-	n := float64(j.Iters)
-	return time.Duration(math.Round(n * float64(j.Options[0].Excl))), time.Duration(math.Round(n * float64(best)))
+// solo returns the job's solo duration: iterations × the exclusive step time of its fastest option.
+func solo(j *policy.Job) time.Duration {
+	return time.Duration(math.Round(float64(j.Iters) * float64(j.Options[j.Fast].Excl)))
 }
