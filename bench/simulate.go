@@ -31,6 +31,8 @@ type SimSpec struct {
 	RestartCost   bool
 	Seed          uint64
 	Labels        map[string]string
+	// Observer, when set, also receives the decision log.
+	Observer sim.Observer
 }
 
 // Simulate runs spec. When out is not empty it writes the run directory there atomically,
@@ -77,6 +79,13 @@ func Simulate(ctx context.Context, spec SimSpec, out string, decisions bool) (*s
 			logFile = f
 			defer logFile.Close()
 			obs, flush = sim.JSONLWriter(f)
+		}
+	}
+	if o := spec.Observer; o != nil {
+		if prev := obs; prev != nil {
+			obs = func(e sim.Event) { prev(e); o(e) }
+		} else {
+			obs = o
 		}
 	}
 	res, err := sim.Run(ctx, cfg, jobs, p, spec.Profile, obs)

@@ -1,0 +1,209 @@
+package bench
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"sharebench/cluster"
+)
+
+// Labels select experiments for "sharebench reproduce --label".
+const (
+	// LabelSmoke marks the small experiments of "make smoke": seconds, no public data needed.
+	LabelSmoke = "smoke"
+	// LabelPaper marks the full reproduction of "make reproduce".
+	LabelPaper = "paper"
+)
+
+// Experiment is one experiment of the reproduction: a grid of settings × series × seeds,
+// declared once as a Go value and expanded by Plan into independent runs.
+type Experiment struct {
+	// Name identifies the experiment in paths and labels, e.g. "E2" or "E6-load".
+	Name string
+	// Title describes it in one line.
+	Title string
+	// Labels say which reproductions include it (LabelSmoke, LabelPaper).
+	Labels []string
+	// Settings are the trace × cluster × parameter combinations, in output order.
+	Settings []Setting
+	// Series are the policies (or policy variants) compared in every setting.
+	Series []Series
+	// Seeds are the seeds of every setting × series.
+	Seeds []uint64
+	// Keep says what each run directory keeps.
+	Keep Keep
+	// Analysis says which tables and figures the aggregation draws.
+	Analysis Analysis
+}
+
+// Setting is one trace × cluster × parameters combination of an experiment.
+type Setting struct {
+	// Name is the setting's directory name, e.g. "trace1" or "trace1-mem16".
+	Name string
+	// Labels, when not empty, restrict the setting to these labels (default: the experiment's).
+	Labels []string
+	// Trace is the trace.
+	Trace TraceSpec
+	// Profile is the interference profile.
+	Profile ProfileSpec
+	// Cluster is the cluster.
+	Cluster ClusterSpec
+	// Interval is the scheduling interval; 0 is event-driven.
+	Interval time.Duration
+	// Params are the swept parameters, written as run labels (e.g. gpu_mem_gib=16).
+	Params []Param
+	// DropOversized drops jobs larger than the cluster (with a note in the summary).
+	DropOversized bool
+	// LoadCandidates are cluster sizes (GPUs) for which run.json lists the trace's offered
+	// load, to argue the choice of cluster size.
+	LoadCandidates []int
+}
+
+// ClusterSpec is a homogeneous cluster.
+type ClusterSpec struct {
+	Nodes       int `json:"nodes"`
+	GPUsPerNode int `json:"gpus_per_node"`
+	// MemGiB is the memory of one GPU in GiB.
+	MemGiB float64 `json:"gpu_mem_gib"`
+}
+
+// Shape returns the cluster shape with at most two jobs per GPU (the paper's setting).
+func (c ClusterSpec) Shape() cluster.Shape {
+	return cluster.Shape{Nodes: c.Nodes, GPUsPerNode: c.GPUsPerNode,
+		GPUMemBytes: int64(math.Round(c.MemGiB * float64(cluster.GiB))), MaxShare: 2}
+}
+
+// Param is a swept parameter: a label key and its value as written (a number for curves).
+type Param struct {
+	Key, Value string
+}
+
+// Series is one compared policy: a registry spec shown under a name.
+type Series struct {
+	// Name is the series' directory name and, for variants, its "variant" label.
+	Name string
+	// Policy is the registry spec (a key, an alias, or a key with JSON arguments).
+	Policy string
+	// Variant marks an ablation variant: the run gets the label variant=Name, which analysis
+	// shows instead of the policy name.
+	Variant bool
+}
+
+// fivePolicies returns the five policies every experiment compares (SPEC.md §10), in display
+// order.
+func fivePolicies() []Series {
+	return []Series{
+		{Name: "fifo", Policy: "fifo"},
+		{Name: "sjf", Policy: "sjf"},
+		{Name: "tiresias", Policy: "tiresias"},
+		{Name: "sjf-ffs", Policy: "sjf-ffs"},
+		{Name: "sjf-bsbf", Policy: "sjf-bsbf"},
+	}
+}
+
+// Keep says which files a run directory keeps, to bound the size of committed outputs.
+// Summary metrics (summary.json) always cover every job.
+type Keep struct {
+	// DecisionsUpTo writes decisions.jsonl for traces of at most this many jobs (0: never).
+	DecisionsUpTo int `json:"decisions_up_to,omitempty"`
+	// JobRows bounds jobs.csv (0: every job): a trace of n jobs keeps every k-th job in job-id
+	// order, k = ⌈n / JobRows⌉, a systematic sample; the summary notes say so.
+	JobRows int `json:"job_rows,omitempty"`
+	// UtilRows merges util.csv's equal-width buckets into at most this many (0: as written).
+	UtilRows int `json:"util_rows,omitempty"`
+}
+
+// jobsEvery returns the sampling step k for a trace of n jobs.
+func (k Keep) jobsEvery(n int) int {
+	if k.JobRows <= 0 || n <= k.JobRows {
+		return 1
+	}
+	return (n + k.JobRows - 1) / k.JobRows
+}
+
+// Analysis says which tables and figures the aggregation step draws for an experiment.
+type Analysis struct {
+	// Baselines are the series the summary tables report Δ against; the first is the main
+	// one (summary.*), the others get summary-vs-<baseline>.*.
+	Baselines []string
+	// Claims writes the paper-claims table (needs tiresias, sjf-ffs and sjf-bsbf series), and
+	// includes the experiment in the top-level claims table.
+	Claims bool
+	// PerCell draws JCT and queueing-delay CDFs and utilization over time for every setting
+	// (or only for CellSettings when it is not empty).
+	PerCell      bool
+	CellSettings []string
+	// Jobs writes the per-job statistics table.
+	Jobs bool
+	// Bars draws average-JCT bars over all cells.
+	Bars bool
+	// CurveX, when set, draws one curve per trace with this label on the x axis.
+	CurveX string
+}
+
+// Selected reports whether the experiment carries label.
+func (e Experiment) Selected(label string) bool { return slices.Contains(e.Labels, label) }
+
+// runsUnder reports whether setting s runs under label (given that its experiment carries it).
+func (s Setting) runsUnder(label string) bool {
+	return len(s.Labels) == 0 || slices.Contains(s.Labels, label)
+}
+
+// Validate reports an experiment that cannot be expanded into distinct, well-formed runs.
+func (e Experiment) Validate() error {
+	if !validName(e.Name) {
+		return fmt.Errorf("bench: experiment %q: invalid name", e.Name)
+	}
+	if len(e.Labels) == 0 || len(e.Settings) == 0 || len(e.Series) == 0 || len(e.Seeds) == 0 {
+		return fmt.Errorf("bench: experiment %s: needs labels, settings, series and seeds", e.Name)
+	}
+	seen := map[string]bool{}
+	for _, s := range e.Settings {
+		if !validName(s.Name) || s.Name == tablesDir || s.Name == figuresDir {
+			return fmt.Errorf("bench: experiment %s: setting %q: invalid name", e.Name, s.Name)
+		}
+		if seen["setting:"+s.Name] {
+			return fmt.Errorf("bench: experiment %s: setting %s twice", e.Name, s.Name)
+		}
+		seen["setting:"+s.Name] = true
+		if s.Trace.Name == "" {
+			return fmt.Errorf("bench: experiment %s: setting %s: trace without a name", e.Name, s.Name)
+		}
+		for _, p := range s.Params {
+			if p.Key == "" || p.Key == "experiment" || p.Key == "trace" || p.Key == "variant" {
+				return fmt.Errorf("bench: experiment %s: setting %s: parameter key %q is reserved", e.Name, s.Name, p.Key)
+			}
+		}
+	}
+	for _, s := range e.Series {
+		if !validName(s.Name) || seen["series:"+s.Name] {
+			return fmt.Errorf("bench: experiment %s: series %q: invalid or repeated name", e.Name, s.Name)
+		}
+		seen["series:"+s.Name] = true
+	}
+	if !slices.IsSorted(e.Seeds) || len(slices.Compact(slices.Clone(e.Seeds))) != len(e.Seeds) {
+		return fmt.Errorf("bench: experiment %s: seeds must be ascending and distinct", e.Name)
+	}
+	return nil
+}
+
+// validName accepts a single path component made of ASCII letters, digits, '.', '-' and '_',
+// not starting with '.'.
+func validName(s string) bool {
+	if s == "" || s == "." || s == ".." || strings.HasPrefix(s, ".") {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '.' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// num formats a parameter value the way labels carry it: the shortest decimal.
+func num(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }
