@@ -1,0 +1,128 @@
+package cluster
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"sharebench/trace"
+)
+
+func shape(nodes, gpus int) Shape {
+	return Shape{Nodes: nodes, GPUsPerNode: gpus, GPUMemBytes: 10 * GiB, MaxShare: 2}
+}
+
+func nodeOrder(c *Cluster, set NodeSet) []int {
+	var out []int
+	c.EachNode(set, func(n int) bool { out = append(out, n); return true })
+	return out
+}
+
+func TestPlaceReleaseCounters(t *testing.T) {
+	t.Parallel()
+	c := New(shape(2, 2))
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(c.Place(7, []int{1, 0}, 4*GiB))
+	must(c.Place(3, []int{0}, 4*GiB))
+	if c.Idle() != 2 || c.Open() != 3 || c.Shared() != 1 || c.Workload(0) != 2 || c.Workload(1) != 0 {
+		t.Fatalf("idle %d open %d shared %d workloads %d %d", c.Idle(), c.Open(), c.Shared(), c.Workload(0), c.Workload(1))
+	}
+	if got := c.Jobs(0); !slices.Equal(got, []trace.JobID{3, 7}) {
+		t.Errorf("jobs on GPU 0: %v, want sorted [3 7]", got)
+	}
+	if c.FreeMem(0) != 2*GiB {
+		t.Errorf("free memory %d", c.FreeMem(0))
+	}
+	for _, tc := range []struct {
+		gpus []int
+		mem  int64
+		want string
+	}{
+		{[]int{0}, 1, "already holds 2 jobs"},
+		{[]int{1}, 7 * GiB, "bytes free"},
+		{[]int{2, 2}, 1, "listed twice"},
+		{[]int{9}, 1, "out of range"},
+	} {
+		if err := c.Place(99, tc.gpus, tc.mem); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Place(%v, %d) = %v, want %q", tc.gpus, tc.mem, err, tc.want)
+		}
+	}
+	must(c.Release(7))
+	must(c.Release(3))
+	if c.Idle() != 4 || c.Open() != 4 || c.Shared() != 0 || c.Workload(0) != 0 {
+		t.Errorf("after release: idle %d open %d shared %d", c.Idle(), c.Open(), c.Shared())
+	}
+	if err := c.Release(3); err == nil {
+		t.Error("double release succeeded")
+	}
+}
+
+func TestEachNodeOrder(t *testing.T) {
+	t.Parallel()
+	c := New(shape(4, 2))
+	c.Place(1, []int{2}, GiB)    // node 1: one job
+	c.Place(2, []int{0, 1}, GiB) // node 0: one job
+	c.Place(3, []int{1}, GiB)    // node 0: two jobs, GPU 1 full
+	c.Place(4, []int{6, 7}, GiB) // node 3: one job, no idle GPU
+	if got, want := nodeOrder(c, WithOpen), []int{2, 1, 3, 0}; !slices.Equal(got, want) {
+		t.Errorf("open nodes by workload: %v, want %v", got, want)
+	}
+	if got, want := nodeOrder(c, WithIdle), []int{2, 1}; !slices.Equal(got, want) {
+		t.Errorf("idle nodes by workload: %v, want %v", got, want)
+	}
+}
+
+func TestRollback(t *testing.T) {
+	t.Parallel()
+	c := New(shape(2, 2))
+	c.Place(1, []int{0, 1}, GiB)
+	before := snapshot(c)
+	m := c.Mark()
+	c.Release(1)
+	c.Place(2, []int{1, 2}, 3*GiB)
+	c.Place(3, []int{1}, GiB)
+	c.Rollback(m)
+	if after := snapshot(c); after != before {
+		t.Errorf("rollback:\n%s\nwant\n%s", after, before)
+	}
+	if got := nodeOrder(c, WithIdle); !slices.Equal(got, []int{1}) {
+		t.Errorf("idle nodes after rollback %v", got)
+	}
+}
+
+func snapshot(c *Cluster) string {
+	var b strings.Builder
+	for g := range c.NumGPUs() {
+		b.WriteString(c.ID(g).String())
+		for _, j := range c.Jobs(g) {
+			b.WriteString(" ")
+			b.WriteString(string(rune('0' + j)))
+		}
+		b.WriteString("|")
+	}
+	return b.String()
+}
+
+func TestParseShapeAndSpec(t *testing.T) {
+	t.Parallel()
+	if s, err := ParseShape("8x8"); err != nil || s.GPUs() != 64 {
+		t.Errorf("ParseShape(8x8) = %v, %v", s, err)
+	}
+	for _, bad := range []string{"", "8", "0x8", "8x-1", "axb"} {
+		if _, err := ParseShape(bad); err == nil {
+			t.Errorf("ParseShape(%q) succeeded", bad)
+		}
+	}
+	s, err := LoadSpec(strings.NewReader(specHeader+"\n1,4,8,128,49140\n"), "n4g8.csv")
+	if err != nil || s.Nodes != 4 || s.GPUsPerNode != 8 || s.GPUMemBytes != 49140*MiB {
+		t.Errorf("LoadSpec = %+v, %v", s, err)
+	}
+	if _, err := LoadSpec(strings.NewReader(specHeader+"\n1,4,x,128,49140\n"), "bad.csv"); err == nil || !strings.Contains(err.Error(), "bad.csv:2: num_gpu_p_node") {
+		t.Errorf("LoadSpec bad = %v", err)
+	}
+}
