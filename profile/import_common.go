@@ -130,7 +130,8 @@ func (p *jparser) token() (json.Token, int64, error) {
 		if errors.Is(err, io.EOF) {
 			err = io.ErrUnexpectedEOF
 		}
-		return nil, off, fmt.Errorf("%s:%w", p.name, positioned(p.data, p.dec, err))
+		line, col := position(p.data, p.dec, err)
+		return nil, off, fmt.Errorf("%s:%d:%d: %w", p.name, line, col, err)
 	}
 	return tok, off, nil
 }

@@ -25,7 +25,8 @@ func Load(r io.Reader, name string) (*Table, error) {
 	dec.DisallowUnknownFields()
 	var t Table
 	if err := dec.Decode(&t); err != nil {
-		return nil, fmt.Errorf("profile: %s: %w", name, positioned(data, dec, err))
+		line, col := position(data, dec, err)
+		return nil, fmt.Errorf("profile: %s:%d:%d: %w", name, line, col, err)
 	}
 	if dec.More() {
 		return nil, fmt.Errorf("profile: %s: trailing data after the JSON object", name)
@@ -52,8 +53,8 @@ func LoadFile(path string) (*Table, error) {
 	return Load(f, filepath.Base(path))
 }
 
-// positioned rewrites a JSON decoding error with the line and column of its offset.
-func positioned(data []byte, dec *json.Decoder, err error) error {
+// position returns the line and column of a JSON decoding error.
+func position(data []byte, dec *json.Decoder, err error) (line, col int) {
 	off := dec.InputOffset()
 	var se *json.SyntaxError
 	var te *json.UnmarshalTypeError
@@ -68,9 +69,9 @@ func positioned(data []byte, dec *json.Decoder, err error) error {
 	if off > int64(len(data)) {
 		off = int64(len(data))
 	}
-	line := 1 + bytes.Count(data[:off], []byte{'\n'})
-	col := int(off) - bytes.LastIndexByte(data[:off], '\n')
-	return fmt.Errorf("%d:%d: %w", line, col, err)
+	line = 1 + bytes.Count(data[:off], []byte{'\n'})
+	col = int(off) - bytes.LastIndexByte(data[:off], '\n')
+	return line, col
 }
 
 // Write encodes t in canonical form: normalized order, two-space indentation, trailing newline.
