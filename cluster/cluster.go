@@ -39,6 +39,7 @@ type Cluster struct {
 	openNodes []uint64
 
 	allocs  map[trace.JobID]*alloc
+	spare   []*alloc // allocations undone by Rollback, reused by Place
 	undo    []change
 	marks   int
 	version uint64
@@ -188,7 +189,7 @@ func (c *Cluster) Shared() int { return c.shared }
 // Version changes whenever the occupancy changes, so callers can cache derived views.
 func (c *Cluster) Version() uint64 { return c.version }
 
-// Placed returns the GPUs and per-GPU memory of job j.
+// Placed returns the GPUs and per-GPU memory of job j. The slice is valid until j is released.
 func (c *Cluster) Placed(j trace.JobID) (gpus []int, mem int64, ok bool) {
 	a, ok := c.allocs[j]
 	if !ok {
@@ -231,7 +232,13 @@ func (c *Cluster) Place(j trace.JobID, gpus []int, mem int64) error {
 	if err := c.CanPlace(j, gpus, mem); err != nil {
 		return err
 	}
-	a := &alloc{gpus: slices.Clone(gpus), mem: mem}
+	var a *alloc
+	if k := len(c.spare); k > 0 {
+		a, c.spare = c.spare[k-1], c.spare[:k-1]
+	} else {
+		a = &alloc{}
+	}
+	a.gpus, a.mem = append(a.gpus[:0], gpus...), mem
 	slices.Sort(a.gpus)
 	c.place(j, a)
 	if c.marks > 0 {
@@ -343,7 +350,9 @@ func (c *Cluster) Rollback(mark int) {
 	for i := len(c.undo) - 1; i >= mark; i-- {
 		ch := c.undo[i]
 		if ch.place {
-			c.release(ch.job, c.allocs[ch.job])
+			a := c.allocs[ch.job]
+			c.release(ch.job, a)
+			c.spare = append(c.spare, a) // nothing else refers to a tentative placement
 		} else {
 			c.place(ch.job, ch.a)
 		}

@@ -44,11 +44,13 @@ type greedy struct {
 	pos     []int    // next index in each State.BySize list
 	epoch   uint64
 	alive   int      // families with jobs ahead, not failed this epoch, fitting the free GPUs
-	running []ranked // running jobs, by priority (lowest last) once sorted
+	running []ranked // running jobs not preempted: a max-heap by rank (lowest priority on top) once heaped
+	low     []ranked // running jobs popped from the heap that cannot be preempted, lowest first
 	runKey  func(*Job) Key
 	ranked  bool // running holds the running jobs (built on first need)
-	sorted  bool
-	last    int // index in running of the lowest-priority job still running
+	heaped  bool
+	last    int // before heaping: index in running of the lowest-priority job
+	taken   []ranked
 	victims []*victim
 	ahead   []*victim // victims not yet walked again, by rank
 }
@@ -89,7 +91,71 @@ func (g *greedy) below(k Key, j *Job) bool {
 	if !g.ranked {
 		g.rank()
 	}
-	return g.last >= 0 && Compare(g.running[g.last].k, g.running[g.last].j, k, j) > 0
+	var r ranked
+	switch {
+	case len(g.low) > 0:
+		r = g.low[0]
+	case g.heaped && len(g.running) > 0:
+		r = g.running[0]
+	case !g.heaped && g.last >= 0:
+		r = g.running[g.last]
+	default:
+		return false
+	}
+	return Compare(r.k, r.j, k, j) > 0
+}
+
+// The running jobs form a max-heap by rank so that victims come out lowest priority first
+// without sorting them all on every call.
+func (g *greedy) heapLess(a, b int) bool {
+	x, y := g.running[a], g.running[b]
+	return Compare(x.k, x.j, y.k, y.j) > 0
+}
+
+func (g *greedy) heapify() {
+	g.heaped = true
+	for i := len(g.running)/2 - 1; i >= 0; i-- {
+		g.down(i)
+	}
+}
+
+func (g *greedy) down(i int) {
+	n := len(g.running)
+	for {
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < n && g.heapLess(l, m) {
+			m = l
+		}
+		if r < n && g.heapLess(r, m) {
+			m = r
+		}
+		if m == i {
+			return
+		}
+		g.running[i], g.running[m] = g.running[m], g.running[i]
+		i = m
+	}
+}
+
+func (g *greedy) popRunning() ranked {
+	top := g.running[0]
+	n := len(g.running) - 1
+	g.running[0] = g.running[n]
+	g.running = g.running[:n]
+	g.down(0)
+	return top
+}
+
+func (g *greedy) pushRunning(r ranked) {
+	g.running = append(g.running, r)
+	for i := len(g.running) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !g.heapLess(i, p) {
+			break
+		}
+		g.running[i], g.running[p] = g.running[p], g.running[i]
+		i = p
+	}
 }
 
 // rank collects the running jobs with their keys and finds the lowest-ranked one. Sorting them
@@ -116,7 +182,7 @@ func (g *greedy) run(s *State, runKey func(*Job) Key, plan *Plan) error {
 	copy(g.left, s.Families)
 	g.epoch = 1
 	g.victims, g.ahead = g.victims[:0], g.ahead[:0]
-	g.running, g.last, g.sorted, g.ranked = g.running[:0], -1, false, false
+	g.running, g.low, g.last, g.heaped, g.ranked = g.running[:0], g.low[:0], -1, false, false
 	g.runKey = runKey
 	g.alive = g.families()
 	// Phase 1 (preemptive policies): every job that some running job ranks below may preempt,
@@ -243,28 +309,27 @@ func (g *greedy) attempt(j *Job, jk Key, v *victim) (ok, changed bool, err error
 		}
 	}
 	if !ok && g.preempt && g.below(jk, j) {
-		// Preempt from the lowest priority upward, retrying after each victim.
-		if !g.sorted {
-			slices.SortFunc(g.running, func(a, b ranked) int { return Compare(a.k, a.j, b.k, b.j) })
-			g.sorted, g.last = true, len(g.running)-1
+		// Preempt from the lowest priority upward, retrying after each victim. Jobs too close
+		// to their end are set aside (they stay running and rank lowest).
+		if !g.heaped {
+			g.heapify()
 		}
 		mark := cl.Mark()
-		var taken []int
-		for k := g.last; k >= 0 && !ok; k-- {
-			r := g.running[k]
-			if r.j == nil {
-				continue
-			}
+		taken := g.taken[:0]
+		for !ok && len(g.running) > 0 {
+			r := g.running[0]
 			if Compare(r.k, r.j, jk, j) <= 0 {
 				break
 			}
+			g.popRunning()
 			if r.j.RemIters(g.s.Now) <= minVictimIters {
+				g.low = append(g.low, r)
 				continue
 			}
 			if err := cl.Release(r.j.ID); err != nil {
 				return false, false, fmt.Errorf("policy %s: preempt job %d: %w", g.name, r.j.ID, err)
 			}
-			taken = append(taken, k)
+			taken = append(taken, r)
 			if j.GPUs <= g.free() {
 				if ok, err = g.try(j, v); err != nil {
 					return false, false, err
@@ -273,20 +338,20 @@ func (g *greedy) attempt(j *Job, jk Key, v *victim) (ok, changed bool, err error
 		}
 		if !ok && g.tentative {
 			cl.Rollback(mark)
-			taken = nil
+			for _, r := range taken {
+				g.pushRunning(r)
+			}
+			taken = taken[:0]
 		} else {
 			cl.Commit(mark)
 		}
-		for _, k := range taken {
-			nv := &victim{ranked: g.running[k]}
+		g.taken = taken
+		for _, r := range taken {
+			nv := &victim{ranked: r}
 			g.victims = append(g.victims, nv)
 			g.plan.Stop = append(g.plan.Stop, nv.j.ID)
 			at, _ := slices.BinarySearchFunc(g.ahead, nv, func(a, b *victim) int { return Compare(a.k, a.j, b.k, b.j) })
 			g.ahead = slices.Insert(g.ahead, at, nv)
-			g.running[k].j = nil
-		}
-		for g.last >= 0 && g.running[g.last].j == nil {
-			g.last--
 		}
 		changed = len(taken) > 0
 	}
@@ -348,14 +413,17 @@ func (g *greedy) try(j *Job, v *victim) (bool, error) {
 	return true, nil
 }
 
-func sameSet(a, b []int) bool {
-	if len(a) != len(b) {
+// sameSet reports whether a holds the same GPUs as sorted (a job's sorted GPU list).
+func sameSet(a, sorted []int) bool {
+	if len(a) != len(sorted) {
 		return false
 	}
-	x, y := slices.Clone(a), slices.Clone(b)
-	slices.Sort(x)
-	slices.Sort(y)
-	return slices.Equal(x, y)
+	for _, g := range a {
+		if _, found := slices.BinarySearch(sorted, g); !found {
+			return false
+		}
+	}
+	return true
 }
 
 // yarnPlace places a job exclusively with the YARN rule at its fastest sub-batch.

@@ -26,8 +26,11 @@ type placer struct {
 	tmp     []int
 	checked []checked
 	seen    map[trace.JobID]int // job → index in checked
-	order   []int
-	gpusOf  [][]int // usable GPUs of each checked job
+	// arena holds the GPU lists of this call's placements: the engine copies them before the
+	// next call, so the memory is reused instead of allocated per placement.
+	arena  []int
+	order  []int
+	gpusOf [][]int // usable GPUs of each checked job
 }
 
 // taken reports whether GPU g is already in p.tmp. With two jobs per GPU a GPU hosts one
@@ -48,6 +51,7 @@ type checked struct {
 
 func (p *placer) reset(s *State) {
 	p.s = s
+	p.arena = p.arena[:0]
 	clear(p.planned)
 	if p.planned == nil {
 		p.planned = map[trace.JobID]partner{}
@@ -107,7 +111,7 @@ func (p *placer) exclusive(j *Job, opt int) ([]int, bool) {
 	if len(p.hp) < need {
 		return nil, false
 	}
-	return slices.Clone(p.hp[:need]), true
+	return p.keep(p.hp[:need]), true
 }
 
 // shareable reports whether j at option opt may join every resident of GPU g: the profile must
@@ -139,17 +143,17 @@ func (p *placer) firstFit(j *Job, opt int) (gpus []int, partners []trace.JobID, 
 	if len(p.hp)+len(p.lp) < need {
 		return nil, nil, nil
 	}
-	gpus = slices.Clone(p.hp)
+	p.tmp = append(p.tmp[:0], p.hp...)
 	for _, g := range p.lp {
 		ok, err := p.shareable(j, opt, g)
 		if err != nil {
 			return nil, nil, err
 		}
 		if ok {
-			gpus = append(gpus, g)
+			p.tmp = append(p.tmp, g)
 			partners = appendNew(partners, p.s.Cluster.Jobs(g)...)
-			if len(gpus) == need {
-				return gpus, partners, nil
+			if len(p.tmp) == need {
+				return p.keep(p.tmp), partners, nil
 			}
 		}
 	}
@@ -261,7 +265,7 @@ func (p *placer) bestBenefit(j *Job, opt int) (gpus []int, partners []trace.JobI
 	if have+len(p.tmp) < need {
 		return nil, nil, 0, "", nil
 	}
-	gpus = append(slices.Clone(p.hp), p.tmp...)
+	gpus = p.keep(p.hp, p.tmp)
 	return gpus, partners, score, strings.TrimSuffix(why, "; "), nil
 }
 
@@ -379,13 +383,13 @@ func (p *placer) yarn(j *Job) []int {
 	if need <= per {
 		for n := range sh.Nodes {
 			if cl.NodeIdle(n) >= need {
-				return take(n, need, nil)
+				return p.keep(take(n, need, p.tmp[:0]))
 			}
 		}
 		return nil
 	}
 	whole, rest := need/per, need%per
-	var gpus []int
+	gpus := p.tmp[:0]
 	used := make([]bool, sh.Nodes)
 	for n := 0; n < sh.Nodes && whole > 0; n++ {
 		if cl.NodeIdle(n) == per {
@@ -400,12 +404,12 @@ func (p *placer) yarn(j *Job) []int {
 	if rest > 0 {
 		for n := range sh.Nodes {
 			if !used[n] && cl.NodeIdle(n) >= rest {
-				return take(n, rest, gpus)
+				return p.keep(take(n, rest, gpus))
 			}
 		}
 		return nil
 	}
-	return gpus
+	return p.keep(gpus)
 }
 
 func appendNew(dst []trace.JobID, ids ...trace.JobID) []trace.JobID {
@@ -415,4 +419,13 @@ func appendNew(dst []trace.JobID, ids ...trace.JobID) []trace.JobID {
 		}
 	}
 	return dst
+}
+
+// keep copies the concatenated GPU lists into the call's arena and returns the copy.
+func (p *placer) keep(lists ...[]int) []int {
+	n := len(p.arena)
+	for _, l := range lists {
+		p.arena = append(p.arena, l...)
+	}
+	return p.arena[n:len(p.arena):len(p.arena)]
 }

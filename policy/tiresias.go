@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"container/heap"
 	"fmt"
 	"math"
 	"time"
@@ -22,11 +21,12 @@ type Tiresias struct {
 	gpuTime bool
 	starve  float64
 	authors bool
-	st      map[trace.JobID]*tiresiasJob
+	st      []tiresiasJob // by Job.Idx
 	due     deadlines
 }
 
 type tiresiasJob struct {
+	seen    bool
 	queue   int
 	entered time.Duration // when the job entered its current queue
 	base    time.Duration // executed time at the last promotion (service restarts from there)
@@ -54,7 +54,7 @@ func newTiresias(a TiresiasArgs) (*Tiresias, error) {
 	if len(a.LimitsS) == 0 {
 		return nil, fmt.Errorf("limits_s: need at least one queue limit")
 	}
-	t := &Tiresias{starve: a.StarveFactor, authors: a.AuthorsOrder, st: map[trace.JobID]*tiresiasJob{}}
+	t := &Tiresias{starve: a.StarveFactor, authors: a.AuthorsOrder}
 	for i, l := range a.LimitsS {
 		if !(l > 0) || math.IsInf(l, 0) || (i > 0 && l <= a.LimitsS[i-1]) {
 			return nil, fmt.Errorf("limits_s: want positive, increasing limits, got %v", a.LimitsS)
@@ -79,10 +79,12 @@ func newTiresias(a TiresiasArgs) (*Tiresias, error) {
 func (t *Tiresias) Name() string { return KeyTiresias }
 
 func (t *Tiresias) state(j *Job) *tiresiasJob {
-	st := t.st[j.ID]
-	if st == nil {
-		st = &tiresiasJob{entered: j.Submit}
-		t.st[j.ID] = st
+	for int(j.Idx) >= len(t.st) {
+		t.st = append(t.st, tiresiasJob{})
+	}
+	st := &t.st[j.Idx]
+	if !st.seen {
+		*st = tiresiasJob{seen: true, entered: j.Submit}
 	}
 	return st
 }
@@ -116,11 +118,8 @@ func (t *Tiresias) queueOf(service time.Duration) int {
 // Schedule applies the demotions and promotions due now, then walks the queues.
 func (t *Tiresias) Schedule(s *State) (Plan, error) {
 	var plan Plan
-	for _, id := range s.Finished {
-		delete(t.st, id)
-	}
 	for t.due.Len() > 0 && t.due.d[0].at <= s.Now {
-		d := heap.Pop(&t.due).(deadline)
+		d := t.due.pop()
 		j := s.Lookup(d.job)
 		if j == nil || j.Done || j.Preempts != d.runs {
 			continue // stale: the job finished, or ran or stopped again since
@@ -159,7 +158,7 @@ func (t *Tiresias) Schedule(s *State) (Plan, error) {
 			if st.queue > 0 {
 				// The job waits from now; its attained service is frozen while it waits.
 				wait := time.Duration(math.Ceil(float64(j.Executed(s.Now)-st.base) * t.starve))
-				heap.Push(&t.due, deadline{at: s.Now + max(wait, 1), job: id, runs: j.Preempts + 1})
+				t.due.push(deadline{at: s.Now + max(wait, 1), job: id, runs: j.Preempts + 1})
 			}
 		}
 	}
@@ -180,7 +179,7 @@ func (t *Tiresias) pushDemotion(j *Job, st *tiresiasJob, now time.Duration) {
 	if t.gpuTime {
 		left = (left + time.Duration(j.GPUs) - 1) / time.Duration(j.GPUs)
 	}
-	heap.Push(&t.due, deadline{at: now + max(left, 1), job: j.ID, runs: j.Preempts, demote: true})
+	t.due.push(deadline{at: now + max(left, 1), job: j.ID, runs: j.Preempts, demote: true})
 }
 
 // deadline is a future demotion or promotion; runs is the job's Preempts count it is valid for.
@@ -195,13 +194,41 @@ type deadline struct {
 type deadlines struct{ d []deadline }
 
 func (h *deadlines) Len() int { return len(h.d) }
-func (h *deadlines) Less(a, b int) bool {
+
+func (h *deadlines) less(a, b int) bool {
 	return h.d[a].at < h.d[b].at || (h.d[a].at == h.d[b].at && h.d[a].job < h.d[b].job)
 }
-func (h *deadlines) Swap(a, b int) { h.d[a], h.d[b] = h.d[b], h.d[a] }
-func (h *deadlines) Push(x any)    { h.d = append(h.d, x.(deadline)) }
-func (h *deadlines) Pop() any {
-	x := h.d[len(h.d)-1]
-	h.d = h.d[:len(h.d)-1]
-	return x
+
+func (h *deadlines) push(x deadline) {
+	h.d = append(h.d, x)
+	for i := len(h.d) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !h.less(i, p) {
+			break
+		}
+		h.d[i], h.d[p] = h.d[p], h.d[i]
+		i = p
+	}
+}
+
+func (h *deadlines) pop() deadline {
+	top := h.d[0]
+	n := len(h.d) - 1
+	h.d[0] = h.d[n]
+	h.d = h.d[:n]
+	for i := 0; ; {
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < n && h.less(l, m) {
+			m = l
+		}
+		if r < n && h.less(r, m) {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		h.d[i], h.d[m] = h.d[m], h.d[i]
+		i = m
+	}
+	return top
 }
