@@ -137,6 +137,11 @@ type Campaign struct {
 	Container ContainerConfig `yaml:"container,omitempty" json:"container"`
 	// Fake configures the fake backend.
 	Fake FakeConfig `yaml:"fake,omitempty" json:"fake"`
+	// Slurm and Kubernetes configure the cluster engines ("profile run --backend slurm" or
+	// "kubernetes"), which run every cell as a task with the backend above. They do not
+	// change what is measured, so cell IDs ignore them.
+	Slurm      SlurmConfig `yaml:"slurm,omitempty" json:"slurm,omitzero"`
+	Kubernetes KubeConfig  `yaml:"kubernetes,omitempty" json:"kubernetes,omitzero"`
 }
 
 // ModelSpec is one model of a campaign.
@@ -578,6 +583,12 @@ func (c *Campaign) validate() error {
 				return fmt.Errorf("container.ulimits[%d]: %q: want name=soft[:hard]", i, u)
 			}
 		}
+	}
+	if err := c.Slurm.validate(); err != nil {
+		return err
+	}
+	if err := c.Kubernetes.validate(); err != nil {
+		return err
 	}
 	return c.Fake.validate()
 }

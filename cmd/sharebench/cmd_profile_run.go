@@ -24,7 +24,7 @@ func profileRun(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs := flag.NewFlagSet("profile run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	spec := fs.String("spec", "", "campaign YAML `file` (required)")
-	backend := fs.String("backend", "", "local, container or fake (default: the campaign's backend)")
+	backend := fs.String("backend", "", "local, container or fake (default: the campaign's backend); slurm or kubernetes run every cell as a cluster task with the campaign's backend")
 	out := fs.String("out", "", "output `dir` (default runs/profile/<campaign name>); rerun into it to resume")
 	python := fs.String("python", "", "workload interpreter (overrides workload.python and $"+runner.EnvPython+")")
 	telemetry := fs.String("telemetry", "", "auto, nvml, smi, none or fake (default: the campaign's)")
@@ -32,8 +32,9 @@ func profileRun(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	retryFailed := fs.Bool("retry-failed", false, "rerun cells whose journal record is failed")
 	force := fs.Bool("force", false, "run pairs predicted not to fit in GPU memory")
 	logFormat := fs.String("log-format", "text", "log format on stderr: text or json")
+	df := addDispatchFlags(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: sharebench profile run --spec CAMPAIGN.yaml [--backend local|container|fake] [--out DIR] [flags]")
+		fmt.Fprintln(stderr, "usage: sharebench profile run --spec CAMPAIGN.yaml [--backend local|container|fake|slurm|kubernetes] [--out DIR] [flags]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -45,6 +46,10 @@ func profileRun(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if *spec == "" || fs.NArg() > 0 {
 		fs.Usage()
 		return errors.New("profile run: --spec is required and no positional arguments are accepted")
+	}
+	engine := ""
+	if isEngine(*backend) {
+		engine, *backend = *backend, ""
 	}
 	c, err := runner.LoadCampaign(*spec)
 	if err != nil {
@@ -72,6 +77,9 @@ func profileRun(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	log, err := newLogger(stderr, *logFormat)
 	if err != nil {
 		return err
+	}
+	if engine != "" {
+		return dispatchCampaign(ctx, engine, c, *out, df, *retryFailed, log, "sharebench profile run "+strings.Join(args, " "), stdout)
 	}
 	b := newBackend(c)
 	sampler, err := gpu.Open(ctx, c.Telemetry)

@@ -28,6 +28,7 @@ func cmdReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	figuresOnly := fs.Bool("figures-only", false, "re-render tables and figures from the existing run directories; run nothing")
 	list := fs.Bool("list", false, "print the plan (index and run ID, one per line) and exit")
 	timeout := fs.Duration("run-timeout", 0, "fail a run that takes longer than this `duration` (0: no limit)")
+	sw := addSweepFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return helpOK(err)
 	}
@@ -86,7 +87,7 @@ func cmdReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 				return fmt.Errorf("reproduce: %w", err)
 			}
 		}
-		outcomes, err := bench.Sweep(ctx, in, runs, *out, bench.SweepOptions{
+		outcomes, err := sw.sweep(ctx, in, runs, *out, *label, bench.SweepOptions{
 			Jobs: *jobs, RunTimeout: *timeout, Progress: stderr, Terminal: progressTerminal(stderr)})
 		if err != nil {
 			return fmt.Errorf("reproduce: %w", err)
