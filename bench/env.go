@@ -10,8 +10,8 @@ import (
 )
 
 // DataEnv is the environment variable that names the public data directory (the folder that
-// holds traces/ and profiles/). Without it the data are looked for at ../shared/data and
-// shared/data relative to the module root.
+// holds traces/). Without it the data shipped in the repository's data/ are used, with
+// ../shared/data (next to the module) as a fallback for files not shipped.
 const DataEnv = "SHAREBENCH_DATA"
 
 // Env locates the inputs of the experiments: the module root (for the shipped profiles, model
@@ -20,14 +20,17 @@ const DataEnv = "SHAREBENCH_DATA"
 type Env struct {
 	// Root is the module root (the directory holding go.mod of module sharebench).
 	Root string
-	// Data is the public data directory; empty when it was not found (experiments that need
-	// it then fail with an error naming the missing file).
+	// Data is the public data directory: the repository's data/ unless $SHAREBENCH_DATA says
+	// otherwise.
 	Data string
+	// Fallback is a second data directory searched for files Data lacks (the full public data
+	// set next to the module, when present); empty if none.
+	Fallback string
 }
 
 // FindEnv locates the module root by walking up from the working directory to the go.mod of
-// module sharebench, and the data directory from $SHAREBENCH_DATA, else ../shared/data or
-// shared/data next to the module root.
+// module sharebench, and the data directory: $SHAREBENCH_DATA, else the repository's data/
+// with ../shared/data or shared/data next to the module root as a fallback.
 func FindEnv() (Env, error) {
 	wd, err := os.Getwd()
 	if err != nil {
@@ -37,7 +40,7 @@ func FindEnv() (Env, error) {
 	if err != nil {
 		return Env{}, err
 	}
-	env := Env{Root: root}
+	env := Env{Root: root, Data: filepath.Join(root, "data")}
 	if d := os.Getenv(DataEnv); d != "" {
 		if _, err := os.Stat(filepath.Join(d, "traces")); err != nil {
 			return Env{}, fmt.Errorf("bench: %s=%s: no traces/ directory: %w", DataEnv, d, err)
@@ -47,7 +50,7 @@ func FindEnv() (Env, error) {
 	}
 	for _, d := range []string{filepath.Join(root, "..", "shared", "data"), filepath.Join(root, "shared", "data")} {
 		if st, err := os.Stat(filepath.Join(d, "traces")); err == nil && st.IsDir() {
-			env.Data = filepath.Clean(d)
+			env.Fallback = filepath.Clean(d)
 			break
 		}
 	}
@@ -88,10 +91,18 @@ func isModuleRoot(gomod string) bool {
 // relative to the module root.
 func (e Env) Path(name string) (string, error) {
 	if rel, ok := strings.CutPrefix(name, "data:"); ok {
-		if e.Data == "" {
-			return "", fmt.Errorf("bench: input %s: the public data directory was not found (set %s, or put it at ../shared/data next to the module)", rel, DataEnv)
+		p := filepath.Join(e.Data, filepath.FromSlash(rel))
+		if _, err := os.Stat(p); err != nil && e.Fallback != "" {
+			if q := filepath.Join(e.Fallback, filepath.FromSlash(rel)); fileExists(q) {
+				return q, nil
+			}
 		}
-		return filepath.Join(e.Data, filepath.FromSlash(rel)), nil
+		return p, nil
 	}
 	return filepath.Join(e.Root, filepath.FromSlash(name)), nil
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }

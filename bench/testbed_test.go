@@ -24,8 +24,8 @@ func testEnv(t *testing.T) Env {
 // needData skips the test when the public data directory is absent.
 func needData(t *testing.T, env Env) {
 	t.Helper()
-	if env.Data == "" {
-		t.Skipf("public data directory not found (set %s, or put it at ../shared/data)", DataEnv)
+	if _, err := os.Stat(filepath.Join(env.Data, "traces")); err != nil {
+		t.Skipf("public data directory not found: %v (set %s)", err, DataEnv)
 	}
 }
 

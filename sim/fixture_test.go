@@ -72,9 +72,14 @@ func dataDir(t testing.TB) string {
 	return d
 }
 
+// readTrace reads a trace shipped in the repository's data/ (or from the shared data).
 func readTrace(t testing.TB, rel string) []trace.Job {
 	t.Helper()
-	jobs, err := trace.ReadFile(filepath.Join(dataDir(t), rel), trace.FormatAuto, trace.Options{Seed: 1})
+	path := filepath.Join("..", "data", rel)
+	if _, err := os.Stat(path); err != nil {
+		path = filepath.Join(dataDir(t), rel)
+	}
+	jobs, err := trace.ReadFile(path, trace.FormatAuto, trace.Options{Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +97,7 @@ func testSpecs() []trace.ModelSpec {
 
 // phillyPool reads the Philly table's (GPUs, duration) pairs.
 func phillyPool(t testing.TB) ([]trace.Sample, error) {
-	f, err := os.Open(filepath.Join(dataDir(t), "traces/pollux-philly-jobs/philly.csv"))
+	f, err := os.Open(filepath.Join("..", "data", "traces/pollux-philly-jobs/philly.csv"))
 	if err != nil {
 		return nil, err
 	}

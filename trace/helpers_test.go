@@ -28,10 +28,16 @@ func dataDir(tb testing.TB) string {
 	return d
 }
 
-// dataFile returns the path of a file under the data directory's traces/, skipping the test
-// when it is absent.
+// dataFile returns the path of a file under the data directory's traces/: the copy shipped in
+// the repository's data/ when there is one, else the shared data directory's; it skips the
+// test when the file is absent.
 func dataFile(tb testing.TB, rel string) string {
 	tb.Helper()
+	if os.Getenv("SHAREBENCH_DATA") == "" {
+		if p := filepath.Join("..", "data", "traces", filepath.FromSlash(rel)); fileExists(p) {
+			return p
+		}
+	}
 	p := filepath.Join(dataDir(tb), "traces", filepath.FromSlash(rel))
 	if _, err := os.Stat(p); err != nil {
 		tb.Skipf("%s absent: %v", rel, err)
@@ -56,4 +62,9 @@ func diffJobs(want, got []Job, ignoreLines bool) string {
 		opts = append(opts, cmpopts.IgnoreFields(Job{}, "Line"))
 	}
 	return cmp.Diff(want, got, opts...)
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }
