@@ -277,14 +277,14 @@ func traceGen(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		"Generates a canonical trace: Poisson arrivals at the offered load L on the cluster\n"+
 			"(load = Σ GPUs × duration ÷ (cluster GPUs × arrival span)), with (GPUs, duration) pairs\n"+
 			"drawn from the rows of the Philly job table that fit the cluster and models drawn with\n"+
-			"equal weights. Without --philly, the table is looked up as $"+traceDataEnv+"/"+tracePhillyRel+".\n"+
+			"equal weights. Without --philly, the table is $"+traceDataEnv+"/"+tracePhillyRel+", else data/"+tracePhillyRel+".\n"+
 			"Iteration times come from the built-in table of the authors' eight models or, with\n"+
 			"--profile, from the profile: each model's 1-GPU step time at its default batch.", stderr)
 	jobs := fs.Int("jobs", 0, "number of jobs to generate (required)")
 	load := fs.Float64("load", 0, "target offered load on the cluster, e.g. 0.9 (required)")
 	clusterFlag := fs.String("cluster", "", "cluster as `NODESxGPUS`, e.g. 8x8 (required)")
 	seed := fs.Uint64("seed", 0, "random seed; equal flags and seed give identical traces")
-	phillyPath := fs.String("philly", "", "Philly job table `file` (default: $"+traceDataEnv+"/"+tracePhillyRel+")")
+	phillyPath := fs.String("philly", "", "Philly job table `file` (default: $"+traceDataEnv+"/"+tracePhillyRel+", else data/"+tracePhillyRel+")")
 	modelList := fs.String("models", "", "comma-separated models to draw from (default: all of the built-in table or of the profile)")
 	profPath := fs.String("profile", "", "profile `file` giving the models, their default batches and step times")
 	skipInvalid := fs.Bool("skip-invalid", false, "skip Philly rows with a non-positive duration or GPU count instead of failing")
@@ -410,7 +410,7 @@ func traceGenModels(list, profPath string) (models []trace.ModelSpec, notes []st
 }
 
 // tracePhillyFile returns the Philly table to read: the --philly flag, else the table under
-// $SHAREBENCH_DATA when that exists.
+// $SHAREBENCH_DATA, else the copy shipped in the repository's data/ when run from its root.
 func tracePhillyFile(flagPath string) (string, error) {
 	if flagPath != "" {
 		return flagPath, nil
@@ -422,7 +422,15 @@ func tracePhillyFile(flagPath string) (string, error) {
 		}
 		return p, nil
 	}
+	if p := filepath.Join("data", filepath.FromSlash(tracePhillyRel)); traceExists(p) {
+		return p, nil
+	}
 	return "", fmt.Errorf("no Philly job table: pass --philly FILE, or set %s to the data directory holding %s", traceDataEnv, tracePhillyRel)
+}
+
+func traceExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }
 
 // traceParseCluster parses "NODESxGPUS", e.g. "8x8", into its two positive numbers.
