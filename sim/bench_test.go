@@ -8,6 +8,7 @@ import (
 
 	"sharebench/cluster"
 	"sharebench/policy"
+	"sharebench/profile"
 	"sharebench/trace"
 )
 
@@ -88,5 +89,33 @@ func BenchmarkRun(b *testing.B) {
 				b.ReportMetric(r.Summary.AvgJCT, "avgJCT_s")
 			})
 		}
+	}
+}
+
+// BenchmarkTrace2Gavel replays trace2 with the shipped default profile (Gavel V100) and model
+// map, as the reproduction does.
+func BenchmarkTrace2Gavel(b *testing.B) {
+	jobs := readTrace(b, "traces/muri-philly/trace2.csv")
+	prof, err := profile.LoadFile("../results/profiles/gavel-v100.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	mm, err := profile.LoadModelMapFile("../bench/modelmaps/gavel.csv")
+	if err != nil {
+		b.Fatal(err)
+	}
+	shape := cluster.Shape{Nodes: 8, GPUsPerNode: 8, GPUMemBytes: 48 * cluster.GiB, MaxShare: 2}
+	for _, name := range benchPolicies {
+		b.Run(fmt.Sprintf("policy=%s/jobs=%d", name, len(jobs)), func(b *testing.B) {
+			var r *Result
+			for b.Loop() {
+				p, _ := policy.Builtin().New(name)
+				if r, err = Run(context.Background(), Config{Shape: shape, ModelMap: mm, TraceName: "trace2"}, jobs, p, prof, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(r.Summary.AvgJCT, "avgJCT_s")
+			b.ReportMetric(float64(r.Summary.Preemptions), "preempts")
+		})
 	}
 }
