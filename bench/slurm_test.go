@@ -15,11 +15,11 @@ import (
 
 func TestSlurmSweepScript(t *testing.T) {
 	t.Parallel()
-	script := string(slurmSweepScript("smoke", "/opt/sb/bin/sharebench", "/data/it's $(here)", "/data/work/runs.txt", 16))
+	script := string(slurmSweepScript("smoke", "/opt/sb/bin/sharebench", "/data/it's $(here)", "/data/w/runs.txt", 16))
 	for _, want := range []string{
 		`task=$(( ${1:-0} + SLURM_ARRAY_TASK_ID ))`,
 		`/opt/sb/bin/sharebench reproduce --label smoke --out '/data/it'\''s $(here)' --run "$run" </dev/null || rc=1`,
-		`awk -v first=$(( task * 16 )) -v last=$(( (task + 1) * 16 )) 'NR > first && NR <= last' /data/work/runs.txt`,
+		`awk -v first=$(( task * 16 )) -v last=$(( (task + 1) * 16 )) 'NR > first && NR <= last' /data/w/runs.txt`,
 		`exit "$rc"`,
 	} {
 		if !strings.Contains(script, want) {

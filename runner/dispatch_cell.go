@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 
 	"sharebench/runner/gpu"
@@ -73,23 +72,7 @@ func RunTask(ctx context.Context, c *Campaign, index int, b Backend, opt TaskOpt
 	if sampler == nil {
 		sampler = gpu.None{}
 	}
-	devs, err := sampler.Devices(ctx)
-	if err != nil {
-		log.Warn("telemetry: cannot list devices", "source", sampler.Name(), "err", err)
-	}
-	procRoot := opt.ProcRoot
-	if procRoot == "" {
-		procRoot = "/proc"
-	}
-	pipeDir := os.Getenv("CUDA_MPS_PIPE_DIRECTORY")
-	if pipeDir == "" {
-		pipeDir = gpu.DefaultMPSPipeDir
-	}
-	mps := gpu.DetectMPS(procRoot, pipeDir)
-	if mps.Detected {
-		log.Warn("MPS daemon detected on this host; time-slicing runs get a private, empty CUDA_MPS_PIPE_DIRECTORY", "evidence", mps.Evidence)
-	}
-	env := Env{Hostname: hostInfo().Hostname, Telemetry: sampler.Name(), MPS: &mps}
+	devs, env := probeHost(ctx, sampler, opt.ProcRoot, log)
 	gpus := opt.GPUs
 	if len(gpus) == 0 {
 		gpus = c.GPUs[:1]

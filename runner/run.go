@@ -95,24 +95,8 @@ func Run(ctx context.Context, c *Campaign, opt RunOptions) (Summary, error) {
 		sampler = gpu.None{}
 	}
 	sampler = &lockedSampler{s: sampler}
-	devs, err := sampler.Devices(ctx)
-	if err != nil {
-		log.Warn("telemetry: cannot list devices", "source", sampler.Name(), "err", err)
-	}
-	procRoot := opt.ProcRoot
-	if procRoot == "" {
-		procRoot = "/proc"
-	}
-	pipeDir := os.Getenv("CUDA_MPS_PIPE_DIRECTORY")
-	if pipeDir == "" {
-		pipeDir = gpu.DefaultMPSPipeDir
-	}
-	mps := gpu.DetectMPS(procRoot, pipeDir)
-	if mps.Detected {
-		log.Warn("MPS daemon detected on this host; time-slicing runs get a private, empty CUDA_MPS_PIPE_DIRECTORY", "evidence", mps.Evidence)
-	}
+	devs, env := probeHost(ctx, sampler, opt.ProcRoot, log)
 	host := hostInfo()
-	env := Env{Hostname: host.Hostname, Telemetry: sampler.Name(), MPS: &mps}
 	var gpuMem int64
 	if len(devs) > 0 {
 		d := devs[0]
@@ -132,7 +116,7 @@ func Run(ctx context.Context, c *Campaign, opt RunOptions) (Summary, error) {
 			snapshot[k] = v
 		}
 		mu.Unlock()
-		return writeOutputs(c, snapshot, opt, host, devs, mps, sampler.Name(), started)
+		return writeOutputs(c, snapshot, opt, host, devs, *env.MPS, sampler.Name(), started)
 	}
 
 	cells := c.Cells()
@@ -292,4 +276,25 @@ func (l *lockedSampler) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.s.Close()
+}
+
+// probeHost lists the devices the sampler sees and detects an MPS daemon, warning about both in
+// the log, and returns the environment record to fill in.
+func probeHost(ctx context.Context, sampler gpu.Sampler, procRoot string, log *slog.Logger) ([]gpu.DeviceInfo, Env) {
+	devs, err := sampler.Devices(ctx)
+	if err != nil {
+		log.Warn("telemetry: cannot list devices", "source", sampler.Name(), "err", err)
+	}
+	if procRoot == "" {
+		procRoot = "/proc"
+	}
+	pipeDir := os.Getenv("CUDA_MPS_PIPE_DIRECTORY")
+	if pipeDir == "" {
+		pipeDir = gpu.DefaultMPSPipeDir
+	}
+	mps := gpu.DetectMPS(procRoot, pipeDir)
+	if mps.Detected {
+		log.Warn("MPS daemon detected on this host; time-slicing runs get a private, empty CUDA_MPS_PIPE_DIRECTORY", "evidence", mps.Evidence)
+	}
+	return devs, Env{Hostname: hostInfo().Hostname, Telemetry: sampler.Name(), MPS: &mps}
 }
