@@ -2,7 +2,6 @@ package bench
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"math"
@@ -18,15 +17,14 @@ import (
 // (Pollux's default, profile.PolluxOptions).
 const MaxAccum = 8
 
-// copyTable returns a deep copy of t through its JSON form. It only reads t, so other
-// goroutines may use t meanwhile (Table.Write would re-normalize t, replacing its lookup
-// indexes under concurrent readers).
+// copyTable returns a deep copy of t through its canonical JSON form. It only reads t, so
+// other goroutines may use t meanwhile.
 func copyTable(t *profile.Table, name string) (*profile.Table, error) {
-	data, err := json.Marshal(t)
-	if err != nil {
+	var data bytes.Buffer
+	if err := t.Write(&data); err != nil {
 		return nil, fmt.Errorf("bench: profile %s: %w", name, err)
 	}
-	c, err := profile.Load(bytes.NewReader(data), name)
+	c, err := profile.Load(&data, name)
 	if err != nil {
 		return nil, fmt.Errorf("bench: profile %s: %w", name, err)
 	}
