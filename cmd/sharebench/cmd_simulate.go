@@ -161,7 +161,11 @@ func cmdPolicies(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	r := policy.Builtin()
 	fmt.Fprintln(stdout, "Policies (spec: NAME or NAME{JSON arguments}):")
 	for _, i := range r.Infos() {
-		fmt.Fprintf(stdout, "  %-9s %s\n  %-9s defaults %s\n", i.Name, i.Brief, "", i.Defaults)
+		fmt.Fprintf(stdout, "  %-9s %s\n", i.Name, i.Brief)
+	}
+	fmt.Fprintln(stdout, "\nDefault arguments:")
+	for _, i := range r.Infos() {
+		fmt.Fprintf(stdout, "  %-9s %s\n", i.Name, i.Defaults)
 	}
 	fmt.Fprintln(stdout, "\nAliases (the authors' names; without a suffix sjf-ffs and sjf-bsbf do not preempt):")
 	for _, a := range r.Aliases() {
