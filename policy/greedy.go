@@ -44,12 +44,13 @@ type greedy struct {
 	pos     []int    // next index in each State.BySize list
 	epoch   uint64
 	alive   int      // families with jobs ahead, not failed this epoch, fitting the free GPUs
-	running []ranked // running jobs not preempted: a max-heap by rank (lowest priority on top) once heaped
+	running []ranked // running jobs not preempted; once heaped, the items of heap
 	low     []ranked // running jobs popped from the heap that cannot be preempted, lowest first
 	runKey  func(*Job) Key
 	ranked  bool // running holds the running jobs (built on first need)
 	heaped  bool
-	last    int // before heaping: index in running of the lowest-priority job
+	heap    binHeap[ranked] // running jobs, lowest priority on top, so victims come out in order
+	last    int             // before heaping: index in running of the lowest-priority job
 	taken   []ranked
 	victims []*victim
 	ahead   []*victim // victims not yet walked again, by rank
@@ -95,67 +96,14 @@ func (g *greedy) below(k Key, j *Job) bool {
 	switch {
 	case len(g.low) > 0:
 		r = g.low[0]
-	case g.heaped && len(g.running) > 0:
-		r = g.running[0]
+	case g.heaped && g.heap.len() > 0:
+		r = g.heap.top()
 	case !g.heaped && g.last >= 0:
 		r = g.running[g.last]
 	default:
 		return false
 	}
 	return Compare(r.k, r.j, k, j) > 0
-}
-
-// The running jobs form a max-heap by rank so that victims come out lowest priority first
-// without sorting them all on every call.
-func (g *greedy) heapLess(a, b int) bool {
-	x, y := g.running[a], g.running[b]
-	return Compare(x.k, x.j, y.k, y.j) > 0
-}
-
-func (g *greedy) heapify() {
-	g.heaped = true
-	for i := len(g.running)/2 - 1; i >= 0; i-- {
-		g.down(i)
-	}
-}
-
-func (g *greedy) down(i int) {
-	n := len(g.running)
-	for {
-		l, r, m := 2*i+1, 2*i+2, i
-		if l < n && g.heapLess(l, m) {
-			m = l
-		}
-		if r < n && g.heapLess(r, m) {
-			m = r
-		}
-		if m == i {
-			return
-		}
-		g.running[i], g.running[m] = g.running[m], g.running[i]
-		i = m
-	}
-}
-
-func (g *greedy) popRunning() ranked {
-	top := g.running[0]
-	n := len(g.running) - 1
-	g.running[0] = g.running[n]
-	g.running = g.running[:n]
-	g.down(0)
-	return top
-}
-
-func (g *greedy) pushRunning(r ranked) {
-	g.running = append(g.running, r)
-	for i := len(g.running) - 1; i > 0; {
-		p := (i - 1) / 2
-		if !g.heapLess(i, p) {
-			break
-		}
-		g.running[i], g.running[p] = g.running[p], g.running[i]
-		i = p
-	}
 }
 
 // rank collects the running jobs with their keys and finds the lowest-ranked one. Sorting them
@@ -312,16 +260,18 @@ func (g *greedy) attempt(j *Job, jk Key, v *victim) (ok, changed bool, err error
 		// Preempt from the lowest priority upward, retrying after each victim. Jobs too close
 		// to their end are set aside (they stay running and rank lowest).
 		if !g.heaped {
-			g.heapify()
+			g.heaped = true
+			g.heap = binHeap[ranked]{items: g.running, less: func(x, y ranked) bool { return Compare(x.k, x.j, y.k, y.j) > 0 }}
+			g.heap.init()
 		}
 		mark := cl.Mark()
 		taken := g.taken[:0]
-		for !ok && len(g.running) > 0 {
-			r := g.running[0]
+		for !ok && g.heap.len() > 0 {
+			r := g.heap.top()
 			if Compare(r.k, r.j, jk, j) <= 0 {
 				break
 			}
-			g.popRunning()
+			g.heap.pop()
 			if r.j.RemIters(g.s.Now) <= minVictimIters {
 				g.low = append(g.low, r)
 				continue
@@ -339,7 +289,7 @@ func (g *greedy) attempt(j *Job, jk Key, v *victim) (ok, changed bool, err error
 		if !ok && g.tentative {
 			cl.Rollback(mark)
 			for _, r := range taken {
-				g.pushRunning(r)
+				g.heap.push(r)
 			}
 			taken = taken[:0]
 		} else {

@@ -21,8 +21,8 @@ type Tiresias struct {
 	gpuTime bool
 	starve  float64
 	authors bool
-	st      []tiresiasJob // by Job.Idx
-	due     deadlines
+	st      []tiresiasJob     // by Job.Idx
+	due     binHeap[deadline] // by deadlineBefore
 }
 
 type tiresiasJob struct {
@@ -54,7 +54,7 @@ func newTiresias(a TiresiasArgs) (*Tiresias, error) {
 	if len(a.LimitsS) == 0 {
 		return nil, fmt.Errorf("limits_s: need at least one queue limit")
 	}
-	t := &Tiresias{starve: a.StarveFactor, authors: a.AuthorsOrder}
+	t := &Tiresias{starve: a.StarveFactor, authors: a.AuthorsOrder, due: binHeap[deadline]{less: deadlineBefore}}
 	for i, l := range a.LimitsS {
 		if !(l > 0) || math.IsInf(l, 0) || (i > 0 && l <= a.LimitsS[i-1]) {
 			return nil, fmt.Errorf("limits_s: want positive, increasing limits, got %v", a.LimitsS)
@@ -118,7 +118,7 @@ func (t *Tiresias) queueOf(service time.Duration) int {
 // Schedule applies the demotions and promotions due now, then walks the queues.
 func (t *Tiresias) Schedule(s *State) (Plan, error) {
 	var plan Plan
-	for t.due.Len() > 0 && t.due.d[0].at <= s.Now {
+	for t.due.len() > 0 && t.due.top().at <= s.Now {
 		d := t.due.pop()
 		j := s.Lookup(d.job)
 		if j == nil || j.Done || j.Preempts != d.runs {
@@ -162,8 +162,8 @@ func (t *Tiresias) Schedule(s *State) (Plan, error) {
 			}
 		}
 	}
-	if t.due.Len() > 0 {
-		plan.Wake = max(t.due.d[0].at, s.Now+1)
+	if t.due.len() > 0 {
+		plan.Wake = max(t.due.top().at, s.Now+1)
 	}
 	return plan, nil
 }
@@ -190,45 +190,5 @@ type deadline struct {
 	demote bool
 }
 
-// deadlines is a min-heap by (at, job); the job tie-break keeps pops deterministic.
-type deadlines struct{ d []deadline }
-
-func (h *deadlines) Len() int { return len(h.d) }
-
-func (h *deadlines) less(a, b int) bool {
-	return h.d[a].at < h.d[b].at || (h.d[a].at == h.d[b].at && h.d[a].job < h.d[b].job)
-}
-
-func (h *deadlines) push(x deadline) {
-	h.d = append(h.d, x)
-	for i := len(h.d) - 1; i > 0; {
-		p := (i - 1) / 2
-		if !h.less(i, p) {
-			break
-		}
-		h.d[i], h.d[p] = h.d[p], h.d[i]
-		i = p
-	}
-}
-
-func (h *deadlines) pop() deadline {
-	top := h.d[0]
-	n := len(h.d) - 1
-	h.d[0] = h.d[n]
-	h.d = h.d[:n]
-	for i := 0; ; {
-		l, r, m := 2*i+1, 2*i+2, i
-		if l < n && h.less(l, m) {
-			m = l
-		}
-		if r < n && h.less(r, m) {
-			m = r
-		}
-		if m == i {
-			break
-		}
-		h.d[i], h.d[m] = h.d[m], h.d[i]
-		i = m
-	}
-	return top
-}
+// deadlineBefore orders deadlines by (at, job); the job tie-break keeps pops deterministic.
+func deadlineBefore(a, b deadline) bool { return a.at < b.at || (a.at == b.at && a.job < b.job) }

@@ -51,19 +51,9 @@ func profileRun(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if isEngine(*backend) {
 		engine, *backend = *backend, ""
 	}
-	c, err := runner.LoadCampaign(*spec)
+	c, err := loadCampaign(*spec, *python, *backend, *telemetry)
 	if err != nil {
 		return err
-	}
-	c.ApplyEnv(os.Getenv)
-	if *python != "" {
-		c.Workload.Python = *python
-	}
-	if *backend != "" {
-		c.Backend = *backend
-	}
-	if *telemetry != "" {
-		c.Telemetry = *telemetry
 	}
 	if *gpus != "" {
 		c.GPUs = strings.Split(*gpus, ",")
@@ -252,4 +242,24 @@ func newLogger(w io.Writer, format string) (*slog.Logger, error) {
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// loadCampaign reads a campaign file and applies the environment and the command-line
+// overrides (empty strings keep the file's values).
+func loadCampaign(path, python, backend, telemetry string) (*runner.Campaign, error) {
+	c, err := runner.LoadCampaign(path)
+	if err != nil {
+		return nil, err
+	}
+	c.ApplyEnv(os.Getenv)
+	if python != "" {
+		c.Workload.Python = python
+	}
+	if backend != "" {
+		c.Backend = backend
+	}
+	if telemetry != "" {
+		c.Telemetry = telemetry
+	}
+	return c, nil
 }

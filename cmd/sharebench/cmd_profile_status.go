@@ -130,19 +130,9 @@ func profileCell(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			return fmt.Errorf("profile cell: %w", err)
 		}
 	}
-	c, err := runner.LoadCampaign(*campaign)
+	c, err := loadCampaign(*campaign, *python, *backend, *telemetry)
 	if err != nil {
 		return err
-	}
-	c.ApplyEnv(os.Getenv)
-	if *python != "" {
-		c.Workload.Python = *python
-	}
-	if *backend != "" {
-		c.Backend = *backend
-	}
-	if *telemetry != "" {
-		c.Telemetry = *telemetry
 	}
 	if err := c.Resolve(); err != nil {
 		return fmt.Errorf("profile cell: %w", err)

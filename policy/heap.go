@@ -1,0 +1,58 @@
+package policy
+
+// binHeap is a binary heap ordered by less (the least item on top). The victim walk and the
+// Tiresias deadlines use it; the type stays unexported and allocation-free.
+type binHeap[T any] struct {
+	items []T
+	less  func(a, b T) bool
+}
+
+func (h *binHeap[T]) len() int { return len(h.items) }
+
+func (h *binHeap[T]) top() T { return h.items[0] }
+
+// init orders items already in place as a heap.
+func (h *binHeap[T]) init() {
+	for i := len(h.items)/2 - 1; i >= 0; i-- {
+		h.down(i)
+	}
+}
+
+func (h *binHeap[T]) push(x T) {
+	h.items = append(h.items, x)
+	for i := len(h.items) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !h.less(h.items[i], h.items[p]) {
+			break
+		}
+		h.items[i], h.items[p] = h.items[p], h.items[i]
+		i = p
+	}
+}
+
+func (h *binHeap[T]) pop() T {
+	top := h.items[0]
+	n := len(h.items) - 1
+	h.items[0] = h.items[n]
+	h.items = h.items[:n]
+	h.down(0)
+	return top
+}
+
+func (h *binHeap[T]) down(i int) {
+	n := len(h.items)
+	for {
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < n && h.less(h.items[l], h.items[m]) {
+			m = l
+		}
+		if r < n && h.less(h.items[r], h.items[m]) {
+			m = r
+		}
+		if m == i {
+			return
+		}
+		h.items[i], h.items[m] = h.items[m], h.items[i]
+		i = m
+	}
+}
