@@ -1,4 +1,4 @@
-module sharebench
+module github.com/sharebench/sharebench
 
 go 1.26.0
 

@@ -5,7 +5,7 @@ import (
 	"math"
 	"strconv"
 
-	"sharebench/results"
+	"github.com/sharebench/sharebench/results"
 )
 
 // Claim is a claim of the paper about the average-JCT reduction of one policy against a

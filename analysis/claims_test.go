@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"sharebench/results"
+	"github.com/sharebench/sharebench/results"
 )
 
 // testRun builds a run in memory: summary only, no jobs.

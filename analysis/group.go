@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"sharebench/results"
+	"github.com/sharebench/sharebench/results"
 )
 
 // Group is the set of runs that differ only in their seed: same experiment, trace, setting

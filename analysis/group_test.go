@@ -6,7 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"sharebench/results"
+	"github.com/sharebench/sharebench/results"
 )
 
 func TestGroupRuns(t *testing.T) {

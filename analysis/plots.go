@@ -14,7 +14,7 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
-	"sharebench/results"
+	"github.com/sharebench/sharebench/results"
 )
 
 // Figure sizes.

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"sharebench/profile"
+	"github.com/sharebench/sharebench/profile"
 )
 
 // testFigures builds one figure of every kind from the fixtures.

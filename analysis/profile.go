@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"sharebench/profile"
+	"github.com/sharebench/sharebench/profile"
 )
 
 // gib is the number of bytes in a GiB.

@@ -14,7 +14,7 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
-	"sharebench/profile"
+	"github.com/sharebench/sharebench/profile"
 )
 
 // viridis maps t in [0, 1] onto the viridis colour map (dark purple → yellow), which is

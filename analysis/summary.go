@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"sharebench/results"
+	"github.com/sharebench/sharebench/results"
 )
 
 // DefaultBaseline is the policy against which summary tables report Δ average JCT.

@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"sharebench/internal/golden"
-	"sharebench/profile"
-	"sharebench/results"
+	"github.com/sharebench/sharebench/internal/golden"
+	"github.com/sharebench/sharebench/profile"
+	"github.com/sharebench/sharebench/results"
 )
 
 // allFormats returns the table formats with their golden-file extensions.

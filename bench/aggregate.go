@@ -11,11 +11,11 @@ import (
 	"slices"
 	"strings"
 
-	"sharebench/analysis"
-	"sharebench/profile"
-	"sharebench/results"
-	"sharebench/sim"
-	"sharebench/trace"
+	"github.com/sharebench/sharebench/analysis"
+	"github.com/sharebench/sharebench/profile"
+	"github.com/sharebench/sharebench/results"
+	"github.com/sharebench/sharebench/sim"
+	"github.com/sharebench/sharebench/trace"
 )
 
 // FigureFormats returns the figure formats drawn for a label: SVG only for the smoke goldens

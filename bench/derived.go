@@ -10,7 +10,7 @@ import (
 	"slices"
 	"strconv"
 
-	"sharebench/profile"
+	"github.com/sharebench/sharebench/profile"
 )
 
 // MaxAccum is the largest number of micro-steps per optimizer step DeriveSubBatches adds

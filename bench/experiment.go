@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"sharebench/cluster"
+	"github.com/sharebench/sharebench/cluster"
 )
 
 // Labels select experiments for "sharebench reproduce --label".

@@ -13,8 +13,8 @@ import (
 	"sync"
 	"time"
 
-	"sharebench/profile"
-	"sharebench/trace"
+	"github.com/sharebench/sharebench/profile"
+	"github.com/sharebench/sharebench/trace"
 )
 
 // Input names used by the experiments: "data:" names are inside the public data directory,

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"time"
 
-	"sharebench/profile"
-	"sharebench/trace"
+	"github.com/sharebench/sharebench/profile"
+	"github.com/sharebench/sharebench/trace"
 )
 
 // TraceStats describes a trace as the simulator sees it: job durations are the iterations times

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"sharebench/sim"
+	"github.com/sharebench/sharebench/sim"
 )
 
 // Files a run directory holds besides the simulator's (sim.SummaryFile, sim.JobsFile,

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"sharebench/profile"
-	"sharebench/sim"
-	"sharebench/trace"
+	"github.com/sharebench/sharebench/profile"
+	"github.com/sharebench/sharebench/sim"
+	"github.com/sharebench/sharebench/trace"
 )
 
 // failingTable is a small experiment table with one run that works and two that fail: an

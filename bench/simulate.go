@@ -7,11 +7,11 @@ import (
 	"path/filepath"
 	"time"
 
-	"sharebench/cluster"
-	"sharebench/policy"
-	"sharebench/profile"
-	"sharebench/sim"
-	"sharebench/trace"
+	"github.com/sharebench/sharebench/cluster"
+	"github.com/sharebench/sharebench/policy"
+	"github.com/sharebench/sharebench/profile"
+	"github.com/sharebench/sharebench/sim"
+	"github.com/sharebench/sharebench/trace"
 )
 
 // SimSpec describes one simulation run.

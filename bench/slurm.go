@@ -12,8 +12,8 @@ import (
 	"strconv"
 	"time"
 
-	"sharebench/runner"
-	"sharebench/sim"
+	"github.com/sharebench/sharebench/runner"
+	"github.com/sharebench/sharebench/sim"
 )
 
 // SlurmSweepOptions configures SweepSlurm.

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"sharebench/runner"
+	"github.com/sharebench/sharebench/runner"
 )
 
 // The Slurm sweep against a real cluster (byte-identical to a local sweep) is

@@ -5,7 +5,7 @@ import (
 	"math/bits"
 	"slices"
 
-	"sharebench/trace"
+	"github.com/sharebench/sharebench/trace"
 )
 
 // GPUID names a GPU by node and index within the node.

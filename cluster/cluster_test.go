@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"sharebench/trace"
+	"github.com/sharebench/sharebench/trace"
 )
 
 func shape(nodes, gpus int) Shape {

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"time"
 
-	"sharebench/trace"
+	"github.com/sharebench/sharebench/trace"
 )
 
 // placeFunc finds a placement for j on the tentative cluster; ok is false when none exists now.

@@ -6,8 +6,8 @@ import (
 	"slices"
 	"strings"
 
-	"sharebench/cluster"
-	"sharebench/trace"
+	"github.com/sharebench/sharebench/cluster"
+	"github.com/sharebench/sharebench/trace"
 )
 
 // partner is a job already on a candidate GPU, as a placement sees it.

@@ -5,9 +5,9 @@ import (
 	"math"
 	"time"
 
-	"sharebench/cluster"
-	"sharebench/profile"
-	"sharebench/trace"
+	"github.com/sharebench/sharebench/cluster"
+	"github.com/sharebench/sharebench/profile"
+	"github.com/sharebench/sharebench/trace"
 )
 
 // A Policy decides which pending jobs start where and which running jobs stop. Schedule must be

@@ -3,8 +3,8 @@ package policy
 import (
 	"fmt"
 
-	"sharebench/profile"
-	"sharebench/trace"
+	"github.com/sharebench/sharebench/profile"
+	"github.com/sharebench/sharebench/trace"
 )
 
 // SJFBSBF is the paper's scheduler: shortest job first, best sharing benefit first (SPEC.md §4).

@@ -3,8 +3,8 @@ package policy
 import (
 	"fmt"
 
-	"sharebench/profile"
-	"sharebench/trace"
+	"github.com/sharebench/sharebench/profile"
+	"github.com/sharebench/sharebench/trace"
 )
 
 // SJFFFS is SJF ordering with aggressive first-fit sharing (the authors' merge placement,

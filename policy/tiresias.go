@@ -5,7 +5,7 @@ import (
 	"math"
 	"time"
 
-	"sharebench/trace"
+	"github.com/sharebench/sharebench/trace"
 )
 
 // Tiresias is discretised two-dimensional least-attained-service (SPEC.md §5.4): jobs sit in

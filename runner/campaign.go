@@ -18,7 +18,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"sharebench/profile"
+	"github.com/sharebench/sharebench/profile"
 )
 
 // Backend names accepted in campaigns and on the command line.

@@ -9,7 +9,7 @@ import (
 	"slices"
 	"time"
 
-	"sharebench/runner/gpu"
+	"github.com/sharebench/sharebench/runner/gpu"
 )
 
 // ResultVersion is the version of the Result record format.

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"sharebench/internal/golden"
+	"github.com/sharebench/sharebench/internal/golden"
 )
 
 const containerCampaign = `

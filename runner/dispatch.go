@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"sharebench/runner/gpu"
+	"github.com/sharebench/sharebench/runner/gpu"
 )
 
 // Scale-out engines: what "profile run --backend" accepts besides the process backends.

@@ -6,7 +6,7 @@ import (
 	"log/slog"
 	"path/filepath"
 
-	"sharebench/runner/gpu"
+	"github.com/sharebench/sharebench/runner/gpu"
 )
 
 // TaskOptions configures RunTask.

@@ -21,7 +21,7 @@ import (
 	"syscall"
 	"time"
 
-	"sharebench/runner/gpu"
+	"github.com/sharebench/sharebench/runner/gpu"
 )
 
 // Environment variables through which the fake backend configures fake workloads.

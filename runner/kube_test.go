@@ -14,7 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"sharebench/internal/golden"
+	"github.com/sharebench/sharebench/internal/golden"
 )
 
 // The Kubernetes engine was not run against a real cluster here: these tests check the

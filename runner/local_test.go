@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"sharebench/runner/gpu"
+	"github.com/sharebench/sharebench/runner/gpu"
 )
 
 const envHelperScript = "SHAREBENCH_HELPER_SCRIPT"

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"sharebench/runner/gpu"
+	"github.com/sharebench/sharebench/runner/gpu"
 )
 
 // Status is the outcome of a run or a cell.

@@ -13,8 +13,8 @@ import (
 	"strconv"
 	"time"
 
-	"sharebench/profile"
-	"sharebench/runner/gpu"
+	"github.com/sharebench/sharebench/profile"
+	"github.com/sharebench/sharebench/runner/gpu"
 )
 
 // Output file names inside a campaign directory.

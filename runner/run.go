@@ -15,7 +15,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"sharebench/runner/gpu"
+	"github.com/sharebench/sharebench/runner/gpu"
 )
 
 // RunOptions configures Run.

@@ -18,8 +18,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"sharebench/profile"
-	"sharebench/runner/gpu"
+	"github.com/sharebench/sharebench/profile"
+	"github.com/sharebench/sharebench/runner/gpu"
 )
 
 // launch is one line of the fake workloads' launch log.

@@ -12,7 +12,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"sharebench/runner/gpu"
+	"github.com/sharebench/sharebench/runner/gpu"
 )
 
 // SelftestOptions configures Selftest.

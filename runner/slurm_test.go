@@ -15,7 +15,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"sharebench/internal/golden"
+	"github.com/sharebench/sharebench/internal/golden"
 )
 
 const slurmGoldenCampaign = `

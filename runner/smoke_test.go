@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"sharebench/profile"
+	"github.com/sharebench/sharebench/profile"
 )
 
 // EnvRequireTorch makes the torch-on-CPU tests fail instead of skip when torch cannot be

@@ -6,10 +6,10 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"sharebench/cluster"
-	"sharebench/policy"
-	"sharebench/profile"
-	"sharebench/trace"
+	"github.com/sharebench/sharebench/cluster"
+	"github.com/sharebench/sharebench/policy"
+	"github.com/sharebench/sharebench/profile"
+	"github.com/sharebench/sharebench/trace"
 )
 
 var benchPolicies = []string{"fifo", "sjf", "tiresias", "sjf-ffs", "sjf-bsbf"}

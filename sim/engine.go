@@ -9,10 +9,10 @@ import (
 	"slices"
 	"time"
 
-	"sharebench/cluster"
-	"sharebench/policy"
-	"sharebench/profile"
-	"sharebench/trace"
+	"github.com/sharebench/sharebench/cluster"
+	"github.com/sharebench/sharebench/policy"
+	"github.com/sharebench/sharebench/profile"
+	"github.com/sharebench/sharebench/trace"
 )
 
 // Config describes a simulation apart from the trace, the policy and the profile.

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"sharebench/cluster"
-	"sharebench/profile"
-	"sharebench/trace"
+	"github.com/sharebench/sharebench/cluster"
+	"github.com/sharebench/sharebench/profile"
+	"github.com/sharebench/sharebench/trace"
 )
 
 // testModels are the authors' eight models with their per-GPU batches and the median iteration

@@ -7,10 +7,10 @@ import (
 	"strings"
 	"testing"
 
-	"sharebench/cluster"
-	"sharebench/internal/golden"
-	"sharebench/policy"
-	"sharebench/trace"
+	"github.com/sharebench/sharebench/cluster"
+	"github.com/sharebench/sharebench/internal/golden"
+	"github.com/sharebench/sharebench/policy"
+	"github.com/sharebench/sharebench/trace"
 )
 
 // goldenPolicies are the policies and variants whose decision logs are kept as golden files.

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"time"
 
-	"sharebench/trace"
+	"github.com/sharebench/sharebench/trace"
 )
 
 // Kind names a decision-log event.

@@ -7,8 +7,8 @@ import (
 	"slices"
 	"time"
 
-	"sharebench/policy"
-	"sharebench/trace"
+	"github.com/sharebench/sharebench/policy"
+	"github.com/sharebench/sharebench/trace"
 )
 
 // advance moves the clock to t, accounting occupancy over the elapsed interval.

@@ -9,10 +9,10 @@ import (
 	"slices"
 	"testing"
 
-	"sharebench/cluster"
-	"sharebench/policy"
-	"sharebench/profile"
-	"sharebench/trace"
+	"github.com/sharebench/sharebench/cluster"
+	"github.com/sharebench/sharebench/policy"
+	"github.com/sharebench/sharebench/profile"
+	"github.com/sharebench/sharebench/trace"
 )
 
 // propertyPolicies are run on random inputs; each is also run with "exhaustive" (no shortcuts

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"time"
 
-	"sharebench/trace"
+	"github.com/sharebench/sharebench/trace"
 )
 
 // Result is the outcome of a run.

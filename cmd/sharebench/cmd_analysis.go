@@ -12,8 +12,8 @@ import (
 	"slices"
 	"strings"
 
-	"sharebench/analysis"
-	"sharebench/results"
+	"github.com/sharebench/sharebench/analysis"
+	"github.com/sharebench/sharebench/results"
 )
 
 // analysisFlags returns a FlagSet for the analysis commands: errors are returned, not fatal,

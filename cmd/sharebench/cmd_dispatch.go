@@ -9,8 +9,8 @@ import (
 	"path/filepath"
 	"time"
 
-	"sharebench/bench"
-	"sharebench/runner"
+	"github.com/sharebench/sharebench/bench"
+	"github.com/sharebench/sharebench/runner"
 )
 
 // dispatchFlags are the command-line overrides of a campaign's slurm and kubernetes sections

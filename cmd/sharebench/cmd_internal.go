@@ -6,7 +6,7 @@ import (
 	"io"
 	"os"
 
-	"sharebench/runner"
+	"github.com/sharebench/sharebench/runner"
 )
 
 // cmdInternal dispatches hidden helpers: "sharebench internal fake-workload [train.py flags]"

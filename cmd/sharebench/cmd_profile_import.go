@@ -12,7 +12,7 @@ import (
 	"strconv"
 	"strings"
 
-	"sharebench/profile"
+	"github.com/sharebench/sharebench/profile"
 )
 
 const profileImportUsage = `usage: sharebench profile import --from SOURCE [flags] FILE... [--out PROFILE.json] [--export-authors DIR]

@@ -14,8 +14,8 @@ import (
 
 	"golang.org/x/term"
 
-	"sharebench/runner"
-	"sharebench/runner/gpu"
+	"github.com/sharebench/sharebench/runner"
+	"github.com/sharebench/sharebench/runner/gpu"
 )
 
 // profileRun implements "sharebench profile run": run a campaign into a directory, resuming

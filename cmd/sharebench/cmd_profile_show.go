@@ -9,8 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"sharebench/analysis"
-	"sharebench/profile"
+	"github.com/sharebench/sharebench/analysis"
+	"github.com/sharebench/sharebench/profile"
 )
 
 const profileShowAbout = `Print an interference profile as tables: the configurations with their step time

@@ -13,8 +13,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"sharebench/runner"
-	"sharebench/runner/gpu"
+	"github.com/sharebench/sharebench/runner"
+	"github.com/sharebench/sharebench/runner/gpu"
 )
 
 const profileStatusAbout = `Show every cell of a campaign directory: done (ok, infeasible), failed with its reason,

@@ -12,7 +12,7 @@ import (
 
 	"golang.org/x/term"
 
-	"sharebench/bench"
+	"github.com/sharebench/sharebench/bench"
 )
 
 // cmdReproduce implements "sharebench reproduce": it expands the experiments of a label into

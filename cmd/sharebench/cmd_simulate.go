@@ -10,11 +10,11 @@ import (
 	"path/filepath"
 	"time"
 
-	"sharebench/bench"
-	"sharebench/cluster"
-	"sharebench/policy"
-	"sharebench/profile"
-	"sharebench/trace"
+	"github.com/sharebench/sharebench/bench"
+	"github.com/sharebench/sharebench/cluster"
+	"github.com/sharebench/sharebench/policy"
+	"github.com/sharebench/sharebench/profile"
+	"github.com/sharebench/sharebench/trace"
 )
 
 // newFlags returns a FlagSet that reports errors instead of exiting and prints usage to stderr.

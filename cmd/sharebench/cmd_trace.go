@@ -17,8 +17,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"sharebench/profile"
-	"sharebench/trace"
+	"github.com/sharebench/sharebench/profile"
+	"github.com/sharebench/sharebench/trace"
 )
 
 // traceDataEnv names the environment variable that points at the shared data directory, the

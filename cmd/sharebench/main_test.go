@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"sharebench/cluster"
-	"sharebench/profile"
+	"github.com/sharebench/sharebench/cluster"
+	"github.com/sharebench/sharebench/profile"
 )
 
 // cli runs the command line in-process and returns stdout, stderr and the error.

@@ -6,7 +6,7 @@ package main
 import (
 	"os"
 
-	"sharebench/runner"
+	"github.com/sharebench/sharebench/runner"
 )
 
 func main() {
