@@ -138,6 +138,25 @@ func (c *Cluster) EachNode(set NodeSet, fn func(node int) bool) {
 
 func trailingZeros(x uint64) int { return bits.TrailingZeros64(x) }
 
+// AppendIdle appends to dst up to n GPUs without jobs, lowest index first, and returns it.
+func (c *Cluster) AppendIdle(dst []int, n int) []int {
+	per := c.shape.GPUsPerNode
+	for w, bits := range c.idleNodes {
+		for bits != 0 && n > 0 {
+			i := bits & -bits
+			bits ^= i
+			node := w<<6 | trailingZeros(i)
+			for g := node * per; g < (node+1)*per && n > 0; g++ {
+				if c.cnt[g] == 0 {
+					dst = append(dst, g)
+					n--
+				}
+			}
+		}
+	}
+	return dst
+}
+
 // setLoad moves node n from workload bucket old to new.
 func (c *Cluster) setLoad(n int, old, new int32) {
 	setBit(c.byLoad[old], n, false)

@@ -13,8 +13,10 @@ const (
 	KeyFIFO     = "fifo"
 	KeySJF      = "sjf"
 	KeyTiresias = "tiresias"
-	KeySJFFFS   = "sjf-ffs"
-	KeySJFBSBF  = "sjf-bsbf"
+	// KeyTiresiasEntry is 2D-LAS on the authors' physical scheduling loop (see TiresiasEntry).
+	KeyTiresiasEntry = "tiresias-entry-order"
+	KeySJFFFS        = "sjf-ffs"
+	KeySJFBSBF       = "sjf-bsbf"
 )
 
 // Victim-selection modes of the preemptive path.
@@ -159,9 +161,12 @@ func Builtin() *Registry {
 	r := &Registry{}
 	fifo := FIFOArgs{Preempt: true, Victims: VictimsAuthors}
 	sjf := SJFArgs{Preempt: true, Victims: VictimsAuthors}
-	// The simulator lineage's queues (Tiresias dlas-gpu: GPU-seconds 3250/7200/18000); the
-	// authors' physical settings are the tiresias-testbed alias.
-	tir := TiresiasArgs{LimitsS: []float64{3250, 7200, 18000}, Service: "gpu-time", Preempt: true, Victims: VictimsAuthors}
+	// The simulator lineage's dlas-gpu: num_queue = 3, so of its limits 3250/7200/18000 GPU-seconds
+	// only the first two apply.
+	tir := TiresiasArgs{LimitsS: []float64{3250, 7200}, Service: "gpu-time"}
+	// 2D-LAS on the authors' physical loop, with the lineage's limits; the authors' own settings
+	// are the tiresias-testbed alias.
+	tirEntry := TiresiasEntryArgs{LimitsS: []float64{3250, 7200}, Service: "gpu-time", Preempt: true, Victims: VictimsAuthors}
 	ffs := SJFFFSArgs{Victims: VictimsAuthors}
 	bsbf := SJFBSBFArgs{Victims: VictimsAuthors, SubBatch: true}
 	must := func(err error) {
@@ -169,38 +174,45 @@ func Builtin() *Registry {
 			panic(err)
 		}
 	}
-	must(r.Register(Info{KeyFIFO, "first in, first out; exclusive YARN placement; preemptive", mustJSON(fifo)}, func(raw json.RawMessage) (Policy, error) {
+	must(r.Register(Info{KeyFIFO, "FIFO as the authors' fifo (Lai-JX/Scheduler schedulers.py): submission order, exclusive YARN placement, preemptive (victims from the lowest priority up, only jobs with > 100 iterations left)", mustJSON(fifo)}, func(raw json.RawMessage) (Policy, error) {
 		a := fifo
 		if err := decode(raw, &a); err != nil {
 			return nil, err
 		}
 		return newFIFO(a), victims(a.Victims)
 	}))
-	must(r.Register(Info{KeySJF, "shortest remaining time first (SRTF); exclusive YARN placement; preemptive", mustJSON(sjf)}, func(raw json.RawMessage) (Policy, error) {
+	must(r.Register(Info{KeySJF, "SRTF as the authors' sjf (Lai-JX/Scheduler schedulers.py): remaining time, exclusive YARN placement, preemptive as fifo", mustJSON(sjf)}, func(raw json.RawMessage) (Policy, error) {
 		a := sjf
 		if err := decode(raw, &a); err != nil {
 			return nil, err
 		}
 		return newSJF(a), victims(a.Victims)
 	}))
-	must(r.Register(Info{KeyTiresias, "discretised 2D-LAS: queues by attained service, demotion, starvation promotion; preemptive", mustJSON(tir)}, func(raw json.RawMessage) (Policy, error) {
+	must(r.Register(Info{KeyTiresias, "2D-LAS as the Tiresias/Muri simulators' dlas-gpu (Rivendile/Muri simulator/run_sim.py dlas_sim_jobs): queues by GPU-time, every job re-decided at every event by counting free GPUs, waiting jobs behind running ones in each queue; preemptive", mustJSON(tir)}, func(raw json.RawMessage) (Policy, error) {
 		a := tir
+		if err := decode(raw, &a); err != nil {
+			return nil, err
+		}
+		return newTiresias(a)
+	}))
+	must(r.Register(Info{KeyTiresiasEntry, "2D-LAS on the authors' physical loop (Lai-JX/Scheduler Tiresias_jobs, jobs_placement): first come first served by queue entry, YARN placement, preemptive as fifo, starvation promotion", mustJSON(tirEntry)}, func(raw json.RawMessage) (Policy, error) {
+		a := tirEntry
 		if err := decode(raw, &a); err != nil {
 			return nil, err
 		}
 		if err := victims(a.Victims); err != nil {
 			return nil, err
 		}
-		return newTiresias(a)
+		return newTiresiasEntry(a)
 	}))
-	must(r.Register(Info{KeySJFFFS, "SJF with aggressive first-fit sharing (no benefit check); no preemption", mustJSON(ffs)}, func(raw json.RawMessage) (Policy, error) {
+	must(r.Register(Info{KeySJFFFS, "SJF with aggressive first-fit sharing as the authors' sjf-ffs-no-preempt (merge_alloc_res): idle GPUs first, then any GPU with room, no benefit check; no preemption", mustJSON(ffs)}, func(raw json.RawMessage) (Policy, error) {
 		a := ffs
 		if err := decode(raw, &a); err != nil {
 			return nil, err
 		}
 		return newSJFFFS(a), victims(a.Victims)
 	}))
-	must(r.Register(Info{KeySJFBSBF, "SJF with best-sharing-benefit placement (Theorem 1 share check, sub-batch choice); no preemption", mustJSON(bsbf)}, func(raw json.RawMessage) (Policy, error) {
+	must(r.Register(Info{KeySJFBSBF, "SJF-BSBF as the authors' sjf-bsbf-no-preempt (bsbf_alloc_res, share_check): idle GPUs first, then partners passing the Theorem 1 share check by t_con, plus the paper's sub-batch choice; no preemption", mustJSON(bsbf)}, func(raw json.RawMessage) (Policy, error) {
 		a := bsbf
 		if err := decode(raw, &a); err != nil {
 			return nil, err
@@ -209,9 +221,13 @@ func Builtin() *Registry {
 	}))
 	// The authors' names (SPEC.md §5.1), built from a grammar: base, "s" for the consolidating
 	// placement, "-no-preempt"/"-preempt", "-m" for MPS.
-	must(r.Alias("Tiresias", KeyTiresias))
-	must(r.Alias("tiresias-testbed", KeyTiresias+`{"limits_s":[700],"service":"time","starve_factor":1}`))
-	must(r.Alias("tiresias-authors", KeyTiresias+`{"limits_s":[700],"service":"time","starve_factor":1,"authors_order":true}`))
+	// The authors' Tiresias (their physical code): 2 queues, 700 s of wall time, starvation factor
+	// 1; tiresias-authors adds its quirk of walking in arrival order.
+	testbed := KeyTiresiasEntry + `{"limits_s":[700],"service":"time","starve_factor":1}`
+	authors := KeyTiresiasEntry + `{"limits_s":[700],"service":"time","starve_factor":1,"authors_order":true}`
+	must(r.Alias("tiresias-testbed", testbed))
+	must(r.Alias("tiresias-authors", authors))
+	must(r.Alias("Tiresias", authors))
 	must(r.Alias("fifo-no-preempt", KeyFIFO+`{"preempt":false}`))
 	must(r.Alias("sjf-no-preempt", KeySJF+`{"preempt":false}`))
 	must(r.Alias("sjf-bsbf-fixed", KeySJFBSBF+`{"sub_batch":false}`))

@@ -38,6 +38,12 @@ type Keyer interface {
 	Key(j *Job) Key
 }
 
+// EveryEventer is implemented by policies that must see every arrival and completion, even
+// when no job is waiting (the lineage's Tiresias checks demotions at every event).
+type EveryEventer interface {
+	EveryEvent() bool
+}
+
 // Moder is implemented by policies that choose the sharing mode whose slowdowns apply.
 type Moder interface {
 	Mode() profile.Mode
@@ -59,6 +65,8 @@ type State struct {
 	FamilyGPUs []int
 	Cluster    *cluster.Cluster
 	Env        *Env
+	// Jobs lists every job of the trace by Job.Idx (arrival order).
+	Jobs []*Job
 	// ByID finds running jobs by ID.
 	ByID map[trace.JobID]*Job
 	// Lookup finds any job of the trace by ID (nil if unknown).

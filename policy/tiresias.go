@@ -1,194 +1,516 @@
 package policy
 
 import (
+	"cmp"
 	"fmt"
 	"math"
+	"slices"
 	"time"
-
-	"github.com/sharebench/sharebench/trace"
 )
 
-// Tiresias is discretised two-dimensional least-attained-service (SPEC.md §5.4): jobs sit in
-// priority queues by attained service (wall time, or GPU time), are demoted the instant they
-// cross a queue limit, are walked queue by queue (first come, first served within a queue, by the
-// time they entered it) with YARN placement and greedy backfill, and preempt lower-priority jobs.
-// A job that has waited at least StarveFactor times its attained service is promoted back to the
-// first queue. With AuthorsOrder the walk follows arrival order instead, reproducing the
-// authors' physical code, whose queue order is computed but never used.
+// Tiresias is the simulator lineage's discretised two-dimensional least-attained-service,
+// "dlas-gpu" of the Tiresias and Muri simulators (SymbioticLab/Tiresias and Rivendile/Muri,
+// simulator/run_sim.py dlas_sim_jobs with GPU-time service and no starvation handling). At every
+// event it re-decides every job:
+//   - jobs sit in len(limits)+1 queues; a new job joins the tail of the first queue, and a running
+//     job whose attained service (wall time run × GPUs) reaches the limit of its queue moves to the
+//     tail of the next one, one queue per event, checked in arrival order;
+//   - the queues are walked in order, each in its own order, counting free GPUs only: a job runs
+//     if it fits in what the jobs before it left, else it waits (a running job that no longer fits
+//     is preempted), and smaller jobs behind it are still tried;
+//   - after the walk every queue puts its waiting jobs behind its running ones, keeping their
+//     order, so a waiting job never preempts a running job of its own queue;
+//   - the next event comes no later than the instant a running job's own clock reaches
+//     ceil(limit / GPUs) seconds (GPU-time service) or the limit (time service).
+//
+// Placement counts GPUs and ignores the node structure, as in the lineage; started jobs take the
+// lowest-numbered idle GPUs. Tiresias implements EveryEvent: the lineage checks demotions at
+// every arrival and completion, so it must see them all.
 type Tiresias struct {
-	g       greedy
-	limits  []time.Duration
-	gpuTime bool
-	starve  float64
-	authors bool
-	st      []tiresiasJob     // by Job.Idx
-	due     binHeap[deadline] // by deadlineBefore
-}
+	limits     []float64 // queue limits in seconds of attained service
+	gpuTime    bool
+	exhaustive bool
 
-type tiresiasJob struct {
-	seen    bool
-	queue   int
-	entered time.Duration // when the job entered its current queue
-	base    time.Duration // executed time at the last promotion (service restarts from there)
+	st  []lasJob // by Job.Idx
+	qs  []lasQueue
+	nxt int32 // jobs with Idx < nxt have arrived
+
+	elig binHeap[lasDeadline] // when a running job's service reaches its queue's limit
+	jump binHeap[lasDeadline] // when the lineage's next event for that crossing comes
+
+	// naive holds the queues as plain lists for the exhaustive walk, which follows the lineage's
+	// code literally; tests require both walks to decide the same.
+	naive [][]int32
+
+	// Per-call scratch.
+	arrived, demoted, starts, stops []int32
+	keep                            []bool
+	tmp                             []int
 }
 
 var _ Policy = (*Tiresias)(nil)
 
 // TiresiasArgs are the arguments of tiresias.
 type TiresiasArgs struct {
-	// Exhaustive walks every pending job with no shortcut (same decisions, slower; for tests).
+	// Exhaustive walks every job of every queue as the lineage's code does, with no shortcut
+	// (same decisions, slower; for tests).
 	Exhaustive bool `json:"exhaustive,omitempty"`
 	// LimitsS are the queue limits in seconds of attained service; len+1 queues.
 	LimitsS []float64 `json:"limits_s"`
-	// Service is "time" (wall seconds, the authors' physical setting) or "gpu-time" (× GPUs).
+	// Service is "gpu-time" (wall seconds × GPUs, dlas-gpu) or "time" (wall seconds, dlas).
 	Service string `json:"service"`
-	// StarveFactor promotes a waiting job once its wait reaches this many times its attained
-	// service; 0 disables promotion.
-	StarveFactor float64 `json:"starve_factor"`
-	AuthorsOrder bool    `json:"authors_order"`
-	Preempt      bool    `json:"preempt"`
-	Victims      string  `json:"victims"`
 }
+
+// lasJob is a job's place in the queues.
+type lasJob struct {
+	seen    bool
+	queue   int
+	running bool  // in its queue's running list
+	key     int64 // order among the waiting jobs of its queue
+	prev    int32 // running list links (job indices, -1 at the ends)
+	next    int32
+}
+
+// lasQueue is one queue: its running jobs as a linked list in queue order, and its waiting jobs
+// split by GPU count, each part in queue order. Within a part, jobs start only from the front (a
+// job that does not fit means no later job of that size fits), and join at either end.
+type lasQueue struct {
+	head, tail  int32
+	runGPUs     int
+	wait        []deque // by State.Sizes index
+	front, back int64   // the next keys at either end of the waiting order
+}
+
+type deque struct {
+	buf        []int32
+	head, size int
+}
+
+func (d *deque) len() int       { return d.size }
+func (d *deque) at(i int) int32 { return d.buf[(d.head+i)%len(d.buf)] }
+
+func (d *deque) grow() {
+	if d.size < len(d.buf) {
+		return
+	}
+	nb := make([]int32, max(8, 2*len(d.buf)))
+	for i := range d.size {
+		nb[i] = d.at(i)
+	}
+	d.buf, d.head = nb, 0
+}
+
+func (d *deque) pushBack(x int32) {
+	d.grow()
+	d.buf[(d.head+d.size)%len(d.buf)] = x
+	d.size++
+}
+
+func (d *deque) pushFront(x int32) {
+	d.grow()
+	d.head = (d.head - 1 + len(d.buf)) % len(d.buf)
+	d.buf[d.head] = x
+	d.size++
+}
+
+func (d *deque) popFront() int32 {
+	x := d.buf[d.head]
+	d.head = (d.head + 1) % len(d.buf)
+	d.size--
+	return x
+}
+
+// lasDeadline is a future instant for a running job in a given queue; runs is the job's
+// Preempts count it is valid for.
+type lasDeadline struct {
+	at    time.Duration
+	idx   int32
+	queue int
+	runs  int
+}
+
+func lasBefore(a, b lasDeadline) bool { return a.at < b.at || (a.at == b.at && a.idx < b.idx) }
 
 func newTiresias(a TiresiasArgs) (*Tiresias, error) {
 	if len(a.LimitsS) == 0 {
 		return nil, fmt.Errorf("limits_s: need at least one queue limit")
 	}
-	t := &Tiresias{starve: a.StarveFactor, authors: a.AuthorsOrder, due: binHeap[deadline]{less: deadlineBefore}}
 	for i, l := range a.LimitsS {
-		if !(l > 0) || math.IsInf(l, 0) || (i > 0 && l <= a.LimitsS[i-1]) {
-			return nil, fmt.Errorf("limits_s: want positive, increasing limits, got %v", a.LimitsS)
+		if !(l > 0) || math.IsInf(l, 0) || l > 1e9 || (i > 0 && l <= a.LimitsS[i-1]) {
+			return nil, fmt.Errorf("limits_s: want positive, increasing limits of at most 1e9 s, got %v", a.LimitsS)
 		}
-		t.limits = append(t.limits, seconds(l))
 	}
+	t := &Tiresias{limits: slices.Clone(a.LimitsS), exhaustive: a.Exhaustive,
+		elig: binHeap[lasDeadline]{less: lasBefore}, jump: binHeap[lasDeadline]{less: lasBefore}}
 	switch a.Service {
-	case "time":
 	case "gpu-time":
 		t.gpuTime = true
+	case "time":
 	default:
-		return nil, fmt.Errorf("service: want \"time\" or \"gpu-time\", got %q", a.Service)
+		return nil, fmt.Errorf("service: want \"gpu-time\" or \"time\", got %q", a.Service)
 	}
-	if a.StarveFactor < 0 || math.IsNaN(a.StarveFactor) || math.IsInf(a.StarveFactor, 0) {
-		return nil, fmt.Errorf("starve_factor: must be a finite number ≥ 0")
+	t.qs = make([]lasQueue, len(a.LimitsS)+1)
+	for q := range t.qs {
+		t.qs[q].head, t.qs[q].tail = -1, -1
 	}
-	t.g = greedy{name: KeyTiresias, place: yarnPlace, exclusive: true, preempt: a.Preempt, tentative: a.Victims == VictimsTentative, exhaustive: a.Exhaustive}
+	t.naive = make([][]int32, len(t.qs))
 	return t, nil
 }
 
 // Name returns the registry key.
 func (t *Tiresias) Name() string { return KeyTiresias }
 
-func (t *Tiresias) state(j *Job) *tiresiasJob {
-	for int(j.Idx) >= len(t.st) {
-		t.st = append(t.st, tiresiasJob{})
+// EveryEvent asks to be called at every arrival and completion, even with no job waiting.
+func (t *Tiresias) EveryEvent() bool { return true }
+
+// threshold returns the attained wall time at which a job of gpus GPUs in queue q crosses its
+// limit: service ≥ limit, i.e. exec·gpus ≥ limit with GPU-time service.
+func (t *Tiresias) threshold(q, gpus int) time.Duration {
+	l := seconds(t.limits[q])
+	if !t.gpuTime {
+		return l
 	}
-	st := &t.st[j.Idx]
-	if !st.seen {
-		*st = tiresiasJob{seen: true, entered: j.Submit}
-	}
-	return st
+	n := time.Duration(gpus)
+	return (l + n - 1) / n
 }
 
-// Key ranks jobs by (queue, time entering the queue), or by arrival with AuthorsOrder.
-func (t *Tiresias) Key(j *Job) Key {
-	if t.authors {
-		return Key{}
+// jumpAt returns the wall time at which the lineage schedules its next event for that crossing:
+// ceil(limit / GPUs) whole seconds with GPU-time service, the limit itself with time service.
+func (t *Tiresias) jumpAt(q, gpus int) time.Duration {
+	if !t.gpuTime {
+		return seconds(t.limits[q])
 	}
-	st := t.state(j)
-	return Key{A: float64(st.queue), B: int64(st.entered)}
+	return seconds(math.Ceil(t.limits[q] / float64(gpus)))
 }
 
-// service returns the attained service of j that counts for its queue.
-func (t *Tiresias) service(j *Job, st *tiresiasJob, now time.Duration) time.Duration {
-	s := j.Executed(now) - st.base
-	if t.gpuTime {
-		s *= time.Duration(j.GPUs)
+func (t *Tiresias) state(idx int32) *lasJob {
+	for int(idx) >= len(t.st) {
+		t.st = append(t.st, lasJob{prev: -1, next: -1})
 	}
-	return s
+	return &t.st[idx]
 }
 
-func (t *Tiresias) queueOf(service time.Duration) int {
-	q := 0
-	for q < len(t.limits) && service >= t.limits[q] {
-		q++
-	}
-	return q
-}
-
-// Schedule applies the demotions and promotions due now, then walks the queues.
+// Schedule applies the events since the last call (completions, arrivals, demotions), walks the
+// queues and returns the jobs to preempt and to start.
 func (t *Tiresias) Schedule(s *State) (Plan, error) {
 	var plan Plan
-	for t.due.len() > 0 && t.due.top().at <= s.Now {
-		d := t.due.pop()
-		j := s.Lookup(d.job)
-		if j == nil || j.Done || j.Preempts != d.runs {
-			continue // stale: the job finished, or ran or stopped again since
+	for len(t.qs[0].wait) < len(s.Sizes) {
+		for q := range t.qs {
+			t.qs[q].wait = append(t.qs[q].wait, deque{})
 		}
-		st := t.state(j)
-		switch {
-		case d.demote && j.Running:
-			if q := t.queueOf(t.service(j, st, s.Now)); q > st.queue {
-				st.queue, st.entered = q, s.Now
-				plan.Notes = append(plan.Notes, Note{Job: j.ID, Event: "demote", Reason: fmt.Sprintf("queue %d: attained service reached %s", q, fmtDur(t.limits[q-1]))})
+	}
+	// Completions leave their queue.
+	for _, id := range s.Finished {
+		j := s.Lookup(id)
+		if j == nil {
+			return plan, fmt.Errorf("policy %s: finished job %d is unknown", KeyTiresias, id)
+		}
+		st := t.state(j.Idx)
+		if t.exhaustive {
+			t.naive[st.queue] = slices.DeleteFunc(t.naive[st.queue], func(i int32) bool { return i == j.Idx })
+		} else if st.running {
+			t.unlink(j, st)
+		}
+		st.running = false
+	}
+	// Arrivals join the first queue in arrival order: they are the pending jobs not seen yet,
+	// which sort last among the pending (by submission, then ID).
+	t.arrived = t.arrived[:0]
+	for k := len(s.Pending) - 1; k >= 0 && s.Pending[k].Idx >= t.nxt; k-- {
+		t.arrived = append(t.arrived, s.Pending[k].Idx)
+	}
+	slices.Reverse(t.arrived)
+	for _, i := range t.arrived {
+		st := t.state(i)
+		if st.seen {
+			return plan, fmt.Errorf("policy %s: job %d arrived twice", KeyTiresias, jobAt(s, i).ID)
+		}
+		st.seen = true
+		t.nxt = max(t.nxt, i+1)
+	}
+	// Demotions, one queue per event, in arrival order.
+	t.demoted = t.demoted[:0]
+	if t.exhaustive {
+		for _, j := range s.Running {
+			st := t.state(j.Idx)
+			if st.queue < len(t.limits) && j.Executed(s.Now) >= t.threshold(st.queue, j.GPUs) {
+				t.demoted = append(t.demoted, j.Idx)
 			}
-			t.pushDemotion(j, st, s.Now)
-		case !d.demote && !j.Running && st.queue > 0:
-			st.queue, st.entered, st.base = 0, s.Now, j.Executed(s.Now)
-			plan.Notes = append(plan.Notes, Note{Job: j.ID, Event: "promote", Reason: fmt.Sprintf("waited %s ≥ %g × attained service", fmtDur(s.Now-j.Since), t.starve)})
-			plan.Rekey = append(plan.Rekey, j.ID)
+		}
+	} else {
+		for t.elig.len() > 0 && t.elig.top().at <= s.Now {
+			d := t.elig.pop()
+			if t.valid(s, d) {
+				t.demoted = append(t.demoted, d.idx)
+			}
 		}
 	}
-	if len(plan.Rekey) > 0 && !t.authors {
-		// Let the engine re-sort the promoted jobs first; it calls again at once.
-		plan.Wake = s.Now
-		return plan, nil
+	slices.Sort(t.demoted)
+	for _, i := range t.demoted {
+		j := jobAt(s, i)
+		st := t.state(i)
+		if t.exhaustive {
+			t.naive[st.queue] = slices.DeleteFunc(t.naive[st.queue], func(x int32) bool { return x == i })
+			t.naive[st.queue+1] = append(t.naive[st.queue+1], i)
+		} else {
+			t.unlink(j, st)
+		}
+		st.queue++
+		plan.Notes = append(plan.Notes, Note{Job: j.ID, Event: "demote",
+			Reason: fmt.Sprintf("queue %d: attained service reached %gs", st.queue, t.limits[st.queue-1])})
 	}
-	runKey := func(j *Job) Key { return t.Key(j) }
-	if err := t.g.run(s, runKey, &plan); err != nil {
+	// The walk meets the demoted jobs queue by queue, each queue's in arrival order.
+	slices.SortStableFunc(t.demoted, func(a, b int32) int { return cmp.Compare(t.st[a].queue, t.st[b].queue) })
+	if t.exhaustive {
+		t.naive[0] = append(t.naive[0], t.arrived...)
+		t.walkNaive(s)
+	} else {
+		t.walk(s)
+	}
+	if err := t.plan(s, &plan); err != nil {
 		return plan, err
 	}
-	for _, pl := range plan.Start {
-		j := s.Lookup(pl.Job)
-		t.pushDemotion(j, t.state(j), s.Now)
-	}
-	if t.starve > 0 {
-		for _, id := range plan.Stop {
-			j := s.Lookup(id)
-			st := t.state(j)
-			if st.queue > 0 {
-				// The job waits from now; its attained service is frozen while it waits.
-				wait := time.Duration(math.Ceil(float64(j.Executed(s.Now)-st.base) * t.starve))
-				t.due.push(deadline{at: s.Now + max(wait, 1), job: id, runs: j.Preempts + 1})
-			}
-		}
-	}
-	if t.due.len() > 0 {
-		plan.Wake = max(t.due.top().at, s.Now+1)
+	if w, ok := t.nextJump(s); ok {
+		plan.Wake = max(w, s.Now+1)
 	}
 	return plan, nil
 }
 
-// pushDemotion schedules the instant a job that is (or is about to be) running crosses the next
-// queue limit. A started job keeps its Preempts count until it is stopped, which marks the
-// deadline stale.
-func (t *Tiresias) pushDemotion(j *Job, st *tiresiasJob, now time.Duration) {
+// jobAt returns the job with arrival index i.
+func jobAt(s *State, i int32) *Job { return s.Jobs[i] }
+
+// valid reports whether a deadline still concerns its job: running since it was pushed (the
+// queues' view: started or kept by the last walk), in the same queue.
+func (t *Tiresias) valid(s *State, d lasDeadline) bool {
+	st := t.state(d.idx)
+	return st.running && st.queue == d.queue && jobAt(s, d.idx).Preempts == d.runs
+}
+
+// unlink removes a running job from its queue's running list.
+func (t *Tiresias) unlink(j *Job, st *lasJob) {
+	q := &t.qs[st.queue]
+	if st.prev >= 0 {
+		t.st[st.prev].next = st.next
+	} else {
+		q.head = st.next
+	}
+	if st.next >= 0 {
+		t.st[st.next].prev = st.prev
+	} else {
+		q.tail = st.prev
+	}
+	st.prev, st.next, st.running = -1, -1, false
+	q.runGPUs -= j.GPUs
+}
+
+// link appends a running (or starting) job to its queue's running list and schedules its next
+// crossing.
+func (t *Tiresias) link(s *State, j *Job, st *lasJob) {
+	q := &t.qs[st.queue]
+	st.prev, st.next, st.running = q.tail, -1, true
+	if q.tail >= 0 {
+		t.st[q.tail].next = j.Idx
+	} else {
+		q.head = j.Idx
+	}
+	q.tail = j.Idx
+	q.runGPUs += j.GPUs
+	t.push(s, j, st)
+}
+
+// push records when a job that runs from now, in its current queue, crosses that queue's limit
+// (it is then demoted at the first event from that instant on) and when the lineage's next
+// event for the crossing comes.
+func (t *Tiresias) push(s *State, j *Job, st *lasJob) {
 	if st.queue >= len(t.limits) {
 		return
 	}
-	left := t.limits[st.queue] - t.service(j, st, now)
-	if t.gpuTime {
-		left = (left + time.Duration(j.GPUs) - 1) / time.Duration(j.GPUs)
+	exec := j.Executed(s.Now)
+	d := lasDeadline{idx: j.Idx, queue: st.queue, runs: j.Preempts}
+	d.at = s.Now + max(t.threshold(st.queue, j.GPUs)-exec, 0)
+	t.elig.push(d)
+	d.at = s.Now + t.jumpAt(st.queue, j.GPUs) - exec
+	t.jump.push(d)
+}
+
+// walk decides every job, queue by queue, in the lineage's order: a queue holds its running jobs,
+// then its waiting jobs, then the jobs that joined it at this event (demoted into it, or arrived).
+// It fills t.stops and t.starts in walk order and updates the queues to the lineage's order after
+// the walk: running jobs first (the kept ones, then the started ones in walk order), then waiting
+// ones (the preempted running jobs, the jobs still waiting, the newcomers left waiting).
+func (t *Tiresias) walk(s *State) {
+	t.stops, t.starts = t.stops[:0], t.starts[:0]
+	free := s.Cluster.NumGPUs()
+	di := 0
+	for q := range t.qs {
+		Q := &t.qs[q]
+		// Running jobs: all keep running if they fit together, else first fit.
+		nStops := len(t.stops)
+		if free >= Q.runGPUs {
+			free -= Q.runGPUs
+		} else {
+			for i := Q.head; i >= 0; i = t.st[i].next {
+				if j := jobAt(s, i); free >= j.GPUs {
+					free -= j.GPUs
+				} else {
+					t.stops = append(t.stops, i)
+				}
+			}
+		}
+		preempted := t.stops[nStops:]
+		// Waiting jobs: the earliest one that fits, among the fronts of the parts that fit.
+		for {
+			best, bk := -1, int64(0)
+			for k := range Q.wait {
+				if s.Sizes[k] > free {
+					break
+				}
+				if d := &Q.wait[k]; d.len() > 0 {
+					if key := t.st[d.at(0)].key; best < 0 || key < bk {
+						best, bk = k, key
+					}
+				}
+			}
+			if best < 0 {
+				break
+			}
+			i := Q.wait[best].popFront()
+			free -= s.Sizes[best]
+			t.starts = append(t.starts, i)
+			t.link(s, jobAt(s, i), &t.st[i])
+		}
+		for _, i := range preempted {
+			t.unlink(jobAt(s, i), &t.st[i])
+		}
+		for n := len(preempted) - 1; n >= 0; n-- {
+			i := preempted[n]
+			Q.front--
+			t.st[i].key = Q.front
+			Q.wait[jobAt(s, i).Size].pushFront(i)
+		}
+		// Newcomers: jobs demoted into this queue (running) or, for the first, the arrivals.
+		var joined []int32
+		start := di
+		for di < len(t.demoted) && t.st[t.demoted[di]].queue == q {
+			di++
+		}
+		joined = t.demoted[start:di]
+		if q == 0 {
+			joined = t.arrived
+		}
+		for _, i := range joined {
+			j := jobAt(s, i)
+			if free >= j.GPUs {
+				free -= j.GPUs
+				if !j.Running {
+					t.starts = append(t.starts, i)
+				}
+				t.link(s, j, &t.st[i])
+				continue
+			}
+			if j.Running {
+				t.stops = append(t.stops, i)
+			}
+			t.st[i].key = Q.back
+			Q.back++
+			Q.wait[j.Size].pushBack(i)
+		}
 	}
-	t.due.push(deadline{at: now + max(left, 1), job: j.ID, runs: j.Preempts, demote: true})
 }
 
-// deadline is a future demotion or promotion; runs is the job's Preempts count it is valid for.
-type deadline struct {
-	at     time.Duration
-	job    trace.JobID
-	runs   int
-	demote bool
+// walkNaive is the lineage's walk as written: every job of every queue in list order, then the
+// waiting jobs of each queue moved behind its running ones.
+func (t *Tiresias) walkNaive(s *State) {
+	t.stops, t.starts = t.stops[:0], t.starts[:0]
+	if len(t.keep) < len(s.Jobs) {
+		t.keep = make([]bool, len(s.Jobs))
+	}
+	free := s.Cluster.NumGPUs()
+	for _, queue := range t.naive {
+		for _, i := range queue {
+			j := jobAt(s, i)
+			t.keep[i] = free >= j.GPUs
+			switch {
+			case t.keep[i]:
+				free -= j.GPUs
+				if !j.Running {
+					t.starts = append(t.starts, i)
+				}
+			case j.Running:
+				t.stops = append(t.stops, i)
+			}
+		}
+	}
+	for q, queue := range t.naive {
+		slices.SortStableFunc(queue, func(a, b int32) int {
+			ka, kb := t.keep[a], t.keep[b]
+			switch {
+			case ka == kb:
+				return 0
+			case ka:
+				return -1
+			}
+			return 1
+		})
+		t.naive[q] = queue
+	}
 }
 
-// deadlineBefore orders deadlines by (at, job); the job tie-break keeps pops deterministic.
-func deadlineBefore(a, b deadline) bool { return a.at < b.at || (a.at == b.at && a.job < b.job) }
+// plan turns the walk's decisions into a Plan: preemptions first, then starts on the
+// lowest-numbered idle GPUs once the preempted jobs have left.
+func (t *Tiresias) plan(s *State, plan *Plan) error {
+	cl := s.Cluster
+	for _, i := range t.stops {
+		j := jobAt(s, i)
+		if err := cl.Release(j.ID); err != nil {
+			return fmt.Errorf("policy %s: preempt job %d: %w", KeyTiresias, j.ID, err)
+		}
+		plan.Stop = append(plan.Stop, j.ID)
+	}
+	for _, i := range t.starts {
+		j := jobAt(s, i)
+		gpus := cl.AppendIdle(t.tmp[:0], j.GPUs)
+		t.tmp = gpus
+		if len(gpus) < j.GPUs {
+			return fmt.Errorf("policy %s: job %d: %d idle GPUs for %d (the count of free GPUs is off)", KeyTiresias, j.ID, len(gpus), j.GPUs)
+		}
+		gpus = slices.Clone(gpus)
+		if err := cl.Place(j.ID, gpus, j.Options[j.Fast].Mem); err != nil {
+			return fmt.Errorf("policy %s: job %d: %w", KeyTiresias, j.ID, err)
+		}
+		pl := Placement{Job: j.ID, GPUs: gpus, Opt: j.Fast}
+		if s.Env.Explain {
+			pl.Reason = fmt.Sprintf("queue %d, fits in the free GPUs", t.state(i).queue)
+		}
+		plan.Start = append(plan.Start, pl)
+	}
+	return nil
+}
+
+// nextJump returns the earliest instant at which a running job's clock reaches the lineage's
+// next event for its queue.
+func (t *Tiresias) nextJump(s *State) (time.Duration, bool) {
+	if t.exhaustive {
+		best, ok := time.Duration(0), false
+		for _, queue := range t.naive[:len(t.limits)] {
+			for _, i := range queue {
+				if !t.keep[i] {
+					continue
+				}
+				j := jobAt(s, i)
+				at := s.Now + t.jumpAt(t.st[i].queue, j.GPUs) - j.Executed(s.Now)
+				if !ok || at < best {
+					best, ok = at, true
+				}
+			}
+		}
+		return best, ok
+	}
+	for t.jump.len() > 0 {
+		if d := t.jump.top(); t.valid(s, d) {
+			return d.at, true
+		}
+		t.jump.pop()
+	}
+	return 0, false
+}

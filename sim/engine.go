@@ -73,6 +73,8 @@ type engine struct {
 	shared   int           // jobs that ran co-located at some point
 	finished []trace.JobID // since the last policy call
 	nSched   int
+	// everyEvent calls the policy at every arrival and completion, even with no job waiting.
+	everyEvent bool
 }
 
 type jobStats struct {
@@ -102,6 +104,9 @@ func newEngine(cfg Config, jobs []trace.Job, p policy.Policy, prof *profile.Tabl
 	e := &engine{cfg: cfg, pol: p, cl: cluster.New(cfg.Shape), obs: obs, tick: -1,
 		byID: map[trace.JobID]*policy.Job{}}
 	e.keyer, _ = p.(policy.Keyer)
+	if ev, ok := p.(policy.EveryEventer); ok {
+		e.everyEvent = ev.EveryEvent()
+	}
 	sorted := slices.Clone(jobs)
 	trace.Sort(sorted)
 	e.jobs = make([]*policy.Job, len(sorted))
@@ -157,7 +162,7 @@ func newEngine(cfg Config, jobs []trace.Job, p policy.Policy, prof *profile.Tabl
 	}
 	e.bySize = make([][]*policy.Job, len(sizes))
 	e.state = policy.State{Cluster: e.cl, Env: e.env, ByID: e.byID, Families: e.fam, FamilyGPUs: famGPUs,
-		Sizes: sizes, BySize: e.bySize, Lookup: e.lookup}
+		Sizes: sizes, BySize: e.bySize, Lookup: e.lookup, Jobs: e.jobs}
 	e.util.init(cfg.Shape.GPUs())
 	return e, nil
 }
@@ -199,7 +204,7 @@ func (e *engine) loop(ctx context.Context) error {
 		if e.cfg.Interval > 0 {
 			sched = ticked
 		} else {
-			sched = changed && len(e.pend) > 0 || woke
+			sched = changed && (len(e.pend) > 0 || e.everyEvent) || woke
 		}
 		if sched {
 			if err := e.schedule(); err != nil {

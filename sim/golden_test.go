@@ -15,7 +15,7 @@ import (
 
 // goldenPolicies are the policies and variants whose decision logs are kept as golden files.
 var goldenPolicies = []string{
-	"fifo", "sjf", "tiresias", "tiresias-testbed", "tiresias-authors", "sjf-ffs", "sjf-bsbf",
+	"fifo", "sjf", "tiresias", "tiresias-entry-order", "tiresias-testbed", "tiresias-authors", "sjf-ffs", "sjf-bsbf",
 	"sjf-bsbf-fixed", "sjf-ffss", "sjf-bsbfs", "sjf-bsbf-preempt", `sjf{"victims":"tentative"}`,
 }
 

@@ -17,7 +17,7 @@ import (
 
 // propertyPolicies are run on random inputs; each is also run with "exhaustive" (no shortcuts
 // in the walk), which must give the same decisions.
-var propertyPolicies = append([]string{"sjf-no-preempt", "fifo-no-preempt", `tiresias{"victims":"tentative"}`,
+var propertyPolicies = append([]string{"sjf-no-preempt", "fifo-no-preempt", `tiresias-entry-order{"victims":"tentative"}`, "tiresias-entry-order", `tiresias{"service":"time"}`, `tiresias{"limits_s":[200,600,1500]}`, `tiresias{"limits_s":[50,100],"service":"time"}`,
 	`sjf-bsbf{"victims":"tentative","preempt":true}`, "sjf-ffs-preempt"}, goldenPolicies...)
 
 // randomCase derives a small cluster, profile and trace from a seed.

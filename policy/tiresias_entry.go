@@ -1,0 +1,197 @@
+package policy
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/sharebench/sharebench/trace"
+)
+
+// TiresiasEntry is discretised two-dimensional least-attained-service on the authors' physical
+// scheduling loop (Lai-JX/Scheduler Tiresias_jobs with jobs_placement): jobs sit in priority
+// queues by attained service (wall time, or GPU time), are demoted the instant they cross a queue
+// limit, are walked queue by queue — first come, first served within a queue by the time they
+// entered it, so a waiting job preempts a running one of its own queue — with YARN placement,
+// greedy backfill and the authors' preemptive path (victims from the lowest priority up, only
+// jobs with more than 100 iterations left). A job that has waited at least StarveFactor times its
+// attained service is promoted back to the first queue. With AuthorsOrder the walk follows
+// arrival order instead, reproducing the authors' physical code, whose queue order is computed
+// but never used. The simulator lineage's dlas-gpu is Tiresias (tiresias.go).
+type TiresiasEntry struct {
+	g       greedy
+	limits  []time.Duration
+	gpuTime bool
+	starve  float64
+	authors bool
+	st      []tiresiasJob     // by Job.Idx
+	due     binHeap[deadline] // by deadlineBefore
+}
+
+type tiresiasJob struct {
+	seen    bool
+	queue   int
+	entered time.Duration // when the job entered its current queue
+	base    time.Duration // executed time at the last promotion (service restarts from there)
+}
+
+var _ Policy = (*TiresiasEntry)(nil)
+
+// TiresiasEntryArgs are the arguments of tiresias-entry-order.
+type TiresiasEntryArgs struct {
+	// Exhaustive walks every pending job with no shortcut (same decisions, slower; for tests).
+	Exhaustive bool `json:"exhaustive,omitempty"`
+	// LimitsS are the queue limits in seconds of attained service; len+1 queues.
+	LimitsS []float64 `json:"limits_s"`
+	// Service is "time" (wall seconds, the authors' physical setting) or "gpu-time" (× GPUs).
+	Service string `json:"service"`
+	// StarveFactor promotes a waiting job once its wait reaches this many times its attained
+	// service; 0 disables promotion.
+	StarveFactor float64 `json:"starve_factor"`
+	AuthorsOrder bool    `json:"authors_order"`
+	Preempt      bool    `json:"preempt"`
+	Victims      string  `json:"victims"`
+}
+
+func newTiresiasEntry(a TiresiasEntryArgs) (*TiresiasEntry, error) {
+	if len(a.LimitsS) == 0 {
+		return nil, fmt.Errorf("limits_s: need at least one queue limit")
+	}
+	t := &TiresiasEntry{starve: a.StarveFactor, authors: a.AuthorsOrder, due: binHeap[deadline]{less: deadlineBefore}}
+	for i, l := range a.LimitsS {
+		if !(l > 0) || math.IsInf(l, 0) || (i > 0 && l <= a.LimitsS[i-1]) {
+			return nil, fmt.Errorf("limits_s: want positive, increasing limits, got %v", a.LimitsS)
+		}
+		t.limits = append(t.limits, seconds(l))
+	}
+	switch a.Service {
+	case "time":
+	case "gpu-time":
+		t.gpuTime = true
+	default:
+		return nil, fmt.Errorf("service: want \"time\" or \"gpu-time\", got %q", a.Service)
+	}
+	if a.StarveFactor < 0 || math.IsNaN(a.StarveFactor) || math.IsInf(a.StarveFactor, 0) {
+		return nil, fmt.Errorf("starve_factor: must be a finite number ≥ 0")
+	}
+	t.g = greedy{name: KeyTiresiasEntry, place: yarnPlace, exclusive: true, preempt: a.Preempt, tentative: a.Victims == VictimsTentative, exhaustive: a.Exhaustive}
+	return t, nil
+}
+
+// Name returns the registry key.
+func (t *TiresiasEntry) Name() string { return KeyTiresiasEntry }
+
+func (t *TiresiasEntry) state(j *Job) *tiresiasJob {
+	for int(j.Idx) >= len(t.st) {
+		t.st = append(t.st, tiresiasJob{})
+	}
+	st := &t.st[j.Idx]
+	if !st.seen {
+		*st = tiresiasJob{seen: true, entered: j.Submit}
+	}
+	return st
+}
+
+// Key ranks jobs by (queue, time entering the queue), or by arrival with AuthorsOrder.
+func (t *TiresiasEntry) Key(j *Job) Key {
+	if t.authors {
+		return Key{}
+	}
+	st := t.state(j)
+	return Key{A: float64(st.queue), B: int64(st.entered)}
+}
+
+// service returns the attained service of j that counts for its queue.
+func (t *TiresiasEntry) service(j *Job, st *tiresiasJob, now time.Duration) time.Duration {
+	s := j.Executed(now) - st.base
+	if t.gpuTime {
+		s *= time.Duration(j.GPUs)
+	}
+	return s
+}
+
+func (t *TiresiasEntry) queueOf(service time.Duration) int {
+	q := 0
+	for q < len(t.limits) && service >= t.limits[q] {
+		q++
+	}
+	return q
+}
+
+// Schedule applies the demotions and promotions due now, then walks the queues.
+func (t *TiresiasEntry) Schedule(s *State) (Plan, error) {
+	var plan Plan
+	for t.due.len() > 0 && t.due.top().at <= s.Now {
+		d := t.due.pop()
+		j := s.Lookup(d.job)
+		if j == nil || j.Done || j.Preempts != d.runs {
+			continue // stale: the job finished, or ran or stopped again since
+		}
+		st := t.state(j)
+		switch {
+		case d.demote && j.Running:
+			if q := t.queueOf(t.service(j, st, s.Now)); q > st.queue {
+				st.queue, st.entered = q, s.Now
+				plan.Notes = append(plan.Notes, Note{Job: j.ID, Event: "demote", Reason: fmt.Sprintf("queue %d: attained service reached %s", q, fmtDur(t.limits[q-1]))})
+			}
+			t.pushDemotion(j, st, s.Now)
+		case !d.demote && !j.Running && st.queue > 0:
+			st.queue, st.entered, st.base = 0, s.Now, j.Executed(s.Now)
+			plan.Notes = append(plan.Notes, Note{Job: j.ID, Event: "promote", Reason: fmt.Sprintf("waited %s ≥ %g × attained service", fmtDur(s.Now-j.Since), t.starve)})
+			plan.Rekey = append(plan.Rekey, j.ID)
+		}
+	}
+	if len(plan.Rekey) > 0 && !t.authors {
+		// Let the engine re-sort the promoted jobs first; it calls again at once.
+		plan.Wake = s.Now
+		return plan, nil
+	}
+	runKey := func(j *Job) Key { return t.Key(j) }
+	if err := t.g.run(s, runKey, &plan); err != nil {
+		return plan, err
+	}
+	for _, pl := range plan.Start {
+		j := s.Lookup(pl.Job)
+		t.pushDemotion(j, t.state(j), s.Now)
+	}
+	if t.starve > 0 {
+		for _, id := range plan.Stop {
+			j := s.Lookup(id)
+			st := t.state(j)
+			if st.queue > 0 {
+				// The job waits from now; its attained service is frozen while it waits.
+				wait := time.Duration(math.Ceil(float64(j.Executed(s.Now)-st.base) * t.starve))
+				t.due.push(deadline{at: s.Now + max(wait, 1), job: id, runs: j.Preempts + 1})
+			}
+		}
+	}
+	if t.due.len() > 0 {
+		plan.Wake = max(t.due.top().at, s.Now+1)
+	}
+	return plan, nil
+}
+
+// pushDemotion schedules the instant a job that is (or is about to be) running crosses the next
+// queue limit. A started job keeps its Preempts count until it is stopped, which marks the
+// deadline stale.
+func (t *TiresiasEntry) pushDemotion(j *Job, st *tiresiasJob, now time.Duration) {
+	if st.queue >= len(t.limits) {
+		return
+	}
+	left := t.limits[st.queue] - t.service(j, st, now)
+	if t.gpuTime {
+		left = (left + time.Duration(j.GPUs) - 1) / time.Duration(j.GPUs)
+	}
+	t.due.push(deadline{at: now + max(left, 1), job: j.ID, runs: j.Preempts, demote: true})
+}
+
+// deadline is a future demotion or promotion; runs is the job's Preempts count it is valid for.
+type deadline struct {
+	at     time.Duration
+	job    trace.JobID
+	runs   int
+	demote bool
+}
+
+// deadlineBefore orders deadlines by (at, job); the job tie-break keeps pops deterministic.
+func deadlineBefore(a, b deadline) bool { return a.at < b.at || (a.at == b.at && a.job < b.job) }
