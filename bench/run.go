@@ -135,7 +135,7 @@ func (r *RunSpec) execute(ctx context.Context, in *Inputs, outRoot string) error
 	}()
 	spec := SimSpec{Jobs: jobs, TraceName: r.traceName(), Shape: shape, Policy: r.Policy, Profile: prof,
 		ProfileName: rec.Profile, ModelMap: mm, Interval: time.Duration(r.Interval), DropOversized: r.DropOversized,
-		RestartCost: true, Seed: r.Seed, Labels: r.Labels}
+		Restart: sim.RestartCost{Source: sim.RestartAuto}, Seed: r.Seed, Labels: r.Labels}
 	var flush func() error
 	var logFile *os.File
 	if r.Keep.DecisionsUpTo > 0 && len(jobs) <= r.Keep.DecisionsUpTo {

@@ -28,7 +28,7 @@ type SimSpec struct {
 	Interval    time.Duration
 	// DropOversized drops jobs larger than the cluster instead of failing.
 	DropOversized bool
-	RestartCost   bool
+	Restart       sim.RestartCost
 	Seed          uint64
 	Labels        map[string]string
 	// Observer, when set, also receives the decision log.
@@ -56,7 +56,7 @@ func Simulate(ctx context.Context, spec SimSpec, out string, decisions bool) (*s
 	if err != nil {
 		return nil, fmt.Errorf("%w (the cluster has %d GPUs; --drop-oversized drops such jobs)", err, spec.Shape.GPUs())
 	}
-	cfg := sim.Config{Shape: spec.Shape, Interval: spec.Interval, RestartCost: spec.RestartCost,
+	cfg := sim.Config{Shape: spec.Shape, Interval: spec.Interval, Restart: spec.Restart,
 		ModelMap: spec.ModelMap, TraceName: spec.TraceName}
 	var dir *sim.RunDir
 	var obs sim.Observer

@@ -348,16 +348,6 @@ func (t *Table) Slowdown(a, b Config, gpus int, m Mode) (xi float64, ok bool) {
 	return xi, best > 0
 }
 
-// Restart returns the cost of restarting a model on gpus GPUs after a preemption.
-func (t *Table) Restart(model string, gpus int) time.Duration {
-	if m := t.Model(model); m != nil {
-		if v, ok := m.RestartS.At(gpus); ok {
-			return Seconds(v)
-		}
-	}
-	return Seconds(t.DefaultRestartS)
-}
-
 // Seconds converts float seconds to a Duration, rounding to the nearest nanosecond.
 func Seconds(s float64) time.Duration {
 	return time.Duration(math.Round(s * 1e9))

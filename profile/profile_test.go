@@ -66,11 +66,21 @@ func TestLoadAndLookups(t *testing.T) {
 	if mem, est, ok := tab.Mem(Config{"a", 64, 32}); !ok || !est || mem != 2<<30 {
 		t.Errorf("Mem = %v, %v, %v", mem, est, ok)
 	}
-	if r := tab.Restart("a", 4).Seconds(); r != 4 {
-		t.Errorf("Restart(a, 4) = %v", r)
+	if r, ok := tab.RestartFor("a", 4); !ok || r.Seconds() != 4 {
+		t.Errorf("RestartFor(a, 4) = %v, %v", r, ok)
 	}
-	if r := tab.Restart("b", 1).Seconds(); r != 10 {
-		t.Errorf("Restart(b) = %v, want the default 10", r)
+	if r, ok := tab.RestartFor("b", 1); !ok || r.Seconds() != 10 {
+		t.Errorf("RestartFor(b) = %v, %v, want the default 10", r, ok)
+	}
+	for _, tc := range []struct {
+		model string
+		gpus  int
+		want  float64
+		known bool
+	}{{"a2c", 1, 38, true}, {"a2c", 8, 46, true}, {"a2c", 12, 46, true}, {"vgg19", 64, 10, true}, {"resnet18", 3, 5, true}, {"resnet50", 1, 10, false}} {
+		if d, known := LineageRestart(tc.model, tc.gpus); d.Seconds() != tc.want || known != tc.known {
+			t.Errorf("LineageRestart(%s, %d) = %v, %v, want %v s, %v", tc.model, tc.gpus, d, known, tc.want, tc.known)
+		}
 	}
 	// Canonical writing: load → write → load → write is a fixed point.
 	var w1, w2 bytes.Buffer

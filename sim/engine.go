@@ -7,6 +7,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/sharebench/sharebench/cluster"
@@ -23,8 +24,15 @@ type Config struct {
 	Interval time.Duration
 	// Mode selects the slowdown column; a policy implementing policy.Moder overrides it.
 	Mode profile.Mode
-	// RestartCost charges the profile's restart cost when a preempted job starts again.
-	RestartCost bool
+	// Restart is what a preempted job pays when it starts again (zero: nothing).
+	Restart RestartCost
+	// IterScale multiplies every exclusive step time (0 or 1: unchanged). The Muri simulator
+	// multiplies the trace's iteration times by 1.015.
+	IterScale float64
+	// OverheadEveryEvent reproduces a lineage effect of the Muri simulator: at every event each
+	// running job loses min(Δ, overhead) seconds of progress, Δ being the time since the previous
+	// event and overhead its restart cost from the lineage's table (see RestartLineage).
+	OverheadEveryEvent bool
 	// ModelMap maps trace models onto profile models; nil is the identity.
 	ModelMap *profile.ModelMap
 	// TraceName labels errors and outputs.
@@ -46,33 +54,34 @@ func Run(ctx context.Context, cfg Config, jobs []trace.Job, p policy.Policy, pro
 }
 
 type engine struct {
-	cfg      Config
-	pol      policy.Policy
-	keyer    policy.Keyer
-	cl       *cluster.Cluster
-	env      *policy.Env
-	obs      Observer
-	jobs     []*policy.Job // in arrival order
-	byIDs    []int32       // job indices sorted by job ID, for lookups
-	stats    []jobStats
-	ver      []uint32
-	q        queue
-	now      time.Duration
-	next     int // next arrival
-	done     int
-	pend     []*policy.Job   // pending jobs, in policy order
-	fam      []int32         // pending jobs per family
-	bySize   [][]*policy.Job // pending jobs by GPU count, in policy order
-	run      []*policy.Job
-	byID     map[trace.JobID]*policy.Job
-	state    policy.State
-	tick     time.Duration // scheduled tick, or -1
-	wake     time.Duration // latest requested wake, or 0
-	util     utilAcc
-	notes    []string
-	shared   int           // jobs that ran co-located at some point
-	finished []trace.JobID // since the last policy call
-	nSched   int
+	cfg          Config
+	pol          policy.Policy
+	keyer        policy.Keyer
+	cl           *cluster.Cluster
+	env          *policy.Env
+	obs          Observer
+	jobs         []*policy.Job // in arrival order
+	byIDs        []int32       // job indices sorted by job ID, for lookups
+	stats        []jobStats
+	ver          []uint32
+	q            queue
+	now          time.Duration
+	next         int // next arrival
+	done         int
+	pend         []*policy.Job   // pending jobs, in policy order
+	fam          []int32         // pending jobs per family
+	bySize       [][]*policy.Job // pending jobs by GPU count, in policy order
+	run          []*policy.Job
+	byID         map[trace.JobID]*policy.Job
+	state        policy.State
+	tick         time.Duration // scheduled tick, or -1
+	wake         time.Duration // latest requested wake, or 0
+	util         utilAcc
+	notes        []string
+	shared       int           // jobs that ran co-located at some point
+	finished     []trace.JobID // since the last policy call
+	nSched       int
+	restartTotal time.Duration // restart time charged
 	// everyEvent calls the policy at every arrival and completion, even with no job waiting.
 	everyEvent bool
 }
@@ -84,6 +93,8 @@ type jobStats struct {
 	everShared bool
 	solo       time.Duration // iterations × fastest exclusive step time
 	restart    time.Duration // restart cost after a preemption
+	eventLoss  time.Duration // progress lost at every event (OverheadEveryEvent)
+	lastRem    float64       // iterations left at the previous event (OverheadEveryEvent)
 }
 
 func newEngine(cfg Config, jobs []trace.Job, p policy.Policy, prof *profile.Table, obs Observer) (*engine, error) {
@@ -92,6 +103,9 @@ func newEngine(cfg Config, jobs []trace.Job, p policy.Policy, prof *profile.Tabl
 	}
 	if len(jobs) == 0 {
 		return nil, fmt.Errorf("sim: %s: no jobs", cfg.TraceName)
+	}
+	if s := cfg.IterScale; s < 0 || math.IsNaN(s) || math.IsInf(s, 0) || s > 1e6 {
+		return nil, fmt.Errorf("sim: step-time scale %g: want a number in (0, 1e6]", s)
 	}
 	mode := cfg.Mode
 	if mode == "" {
@@ -103,6 +117,7 @@ func newEngine(cfg Config, jobs []trace.Job, p policy.Policy, prof *profile.Tabl
 	s := &setup{cfg: cfg, prof: prof, cfgIdx: map[string]int{}, noProf: map[string]int{}, fams: map[[2]int]int{}, cache: map[optKey]optEntry{}}
 	e := &engine{cfg: cfg, pol: p, cl: cluster.New(cfg.Shape), obs: obs, tick: -1,
 		byID: map[trace.JobID]*policy.Job{}}
+	restartSrc := map[string]int{}
 	e.keyer, _ = p.(policy.Keyer)
 	if ev, ok := p.(policy.EveryEventer); ok {
 		e.everyEvent = ev.EveryEvent()
@@ -126,9 +141,14 @@ func newEngine(cfg Config, jobs []trace.Job, p policy.Policy, prof *profile.Tabl
 		e.byIDs[i] = int32(i)
 		e.stats[i].start, e.stats[i].end = -1, -1
 		e.stats[i].solo = solo(j)
-		if prof != nil {
-			m, _ := cfg.ModelMap.Resolve(t.Model, t.Batch)
-			e.stats[i].restart = prof.Restart(m, t.GPUs)
+		m, _ := cfg.ModelMap.Resolve(t.Model, t.Batch)
+		var src string
+		e.stats[i].restart, src = cfg.Restart.restartOf(prof, t.Model, m, t.GPUs)
+		if cfg.Restart.Source != RestartOff {
+			restartSrc[src]++
+		}
+		if cfg.OverheadEveryEvent {
+			e.stats[i].eventLoss, _ = profile.LineageRestart(t.Model, t.GPUs)
 		}
 	}
 	slices.SortFunc(e.byIDs, func(a, b int32) int { return cmp.Compare(e.jobs[a].ID, e.jobs[b].ID) })
@@ -141,6 +161,19 @@ func newEngine(cfg Config, jobs []trace.Job, p policy.Policy, prof *profile.Tabl
 	e.env.Explain = obs != nil
 	for _, name := range slices.Sorted(maps.Keys(s.noProf)) {
 		e.notes = append(e.notes, fmt.Sprintf("%d jobs of %s are not in the profile: they use the trace's iteration time and never share", s.noProf[name], name))
+	}
+	if len(restartSrc) > 0 {
+		var parts []string
+		for _, k := range slices.Sorted(maps.Keys(restartSrc)) {
+			parts = append(parts, fmt.Sprintf("%s for %d jobs", k, restartSrc[k]))
+		}
+		e.notes = append(e.notes, fmt.Sprintf("restart cost after a preemption (%s): %s", cfg.Restart, strings.Join(parts, ", ")))
+	}
+	if cfg.OverheadEveryEvent {
+		e.notes = append(e.notes, "lineage effect on: every running job loses min(Δ, its lineage overhead) of progress at every event (Muri simulator)")
+	}
+	if cfg.IterScale != 0 && cfg.IterScale != 1 {
+		e.notes = append(e.notes, fmt.Sprintf("every step time is multiplied by %g", cfg.IterScale))
 	}
 	if s.estMem {
 		e.notes = append(e.notes, "GPU memory per job comes from an estimate in the profile (mem_estimated), not a measurement")
@@ -199,6 +232,9 @@ func (e *engine) loop(ctx context.Context) error {
 			case evTick:
 				e.tick, ticked = -1, true
 			}
+		}
+		if e.cfg.OverheadEveryEvent && (changed || woke || ticked) {
+			e.eventLosses()
 		}
 		var sched bool
 		if e.cfg.Interval > 0 {

@@ -68,7 +68,7 @@ func TestGoldenDecisions(t *testing.T) {
 	shape := cluster.Shape{Nodes: 2, GPUsPerNode: 4, GPUMemBytes: 16 * cluster.GiB, MaxShare: 2}
 	for _, spec := range goldenPolicies {
 		t.Run(spec, func(t *testing.T) {
-			log, r := runLog(t, spec, jobs, shape, Config{RestartCost: true})
+			log, r := runLog(t, spec, jobs, shape, Config{Restart: RestartCost{Source: RestartAuto}})
 			var jobsCSV bytes.Buffer
 			if err := WriteJobs(&jobsCSV, r.Jobs); err != nil {
 				t.Fatal(err)
@@ -84,8 +84,8 @@ func TestDeterminism(t *testing.T) {
 	jobs := smallTrace(t)
 	shape := cluster.Shape{Nodes: 2, GPUsPerNode: 4, GPUMemBytes: 16 * cluster.GiB, MaxShare: 2}
 	for _, spec := range goldenPolicies {
-		a, ra := runLog(t, spec, jobs, shape, Config{RestartCost: true})
-		b, rb := runLog(t, spec, jobs, shape, Config{RestartCost: true})
+		a, ra := runLog(t, spec, jobs, shape, Config{Restart: RestartCost{Source: RestartAuto}})
+		b, rb := runLog(t, spec, jobs, shape, Config{Restart: RestartCost{Source: RestartAuto}})
 		var sa, sb bytes.Buffer
 		WriteSummary(&sa, &ra.Summary)
 		WriteSummary(&sb, &rb.Summary)

@@ -307,9 +307,11 @@ func (e *engine) startRunning(i int32, pl policy.Placement) {
 	j.Opt = pl.Opt
 	j.Since = e.now
 	j.P.At = e.now
-	if j.Started && e.cfg.RestartCost {
+	if j.Started && e.stats[i].restart > 0 {
 		j.P.Overhead = e.stats[i].restart
+		e.restartTotal += e.stats[i].restart
 	}
+	e.stats[i].lastRem = j.P.Rem
 	if !j.Started {
 		j.Started = true
 		e.stats[i].start = e.now
@@ -323,5 +325,22 @@ func (e *engine) startRunning(i int32, pl policy.Placement) {
 			ids[k] = e.cl.ID(g).String()
 		}
 		e.emit(Event{T: e.now, Kind: Start, Job: j.ID, GPUs: ids, SubBatch: j.Options[pl.Opt].SubBatch, Partners: pl.Partners, Reason: pl.Reason})
+	}
+}
+
+// eventLosses applies the Muri simulator's per-event overhead (Config.OverheadEveryEvent): every
+// running job loses min(Δ, its overhead) of the progress it made since the previous event, at
+// its current speed, and its completion is predicted again.
+func (e *engine) eventLosses() {
+	var buf []*policy.Job
+	for _, j := range e.run {
+		i := j.Idx
+		e.settle(i)
+		st := &e.stats[i]
+		if loss := min(st.lastRem-j.P.Rem, st.eventLoss.Seconds()*j.P.Rate); loss > 0 {
+			j.P.Rem += loss
+		}
+		st.lastRem = j.P.Rem
+		buf = e.rerate(i, buf)
 	}
 }

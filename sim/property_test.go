@@ -138,7 +138,7 @@ func runCase(t testing.TB, seed uint64) {
 				}
 				obs(e)
 			}
-			r, err := Run(context.Background(), Config{Shape: shape, RestartCost: seed%2 == 0, TraceName: "random"}, jobs, p, tab, check)
+			r, err := Run(context.Background(), Config{Shape: shape, Restart: RestartCost{Source: []RestartSource{RestartOff, RestartAuto, RestartLineage}[seed%3]}, TraceName: "random"}, jobs, p, tab, check)
 			if err != nil {
 				t.Fatalf("seed %d %s: %v", seed, s, err)
 			}

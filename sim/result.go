@@ -56,6 +56,8 @@ type Summary struct {
 	GPUUtil       float64           `json:"gpu_util"`
 	SharedJobs    int               `json:"shared_jobs"`
 	Preemptions   int               `json:"preemptions"`
+	RestartS      float64           `json:"restart_s"`
+	RestartCost   string            `json:"restart_cost"`
 	MissingPairs  int               `json:"missing_pairs"`
 	Labels        map[string]string `json:"labels,omitempty"`
 	Notes         []string          `json:"notes"`
@@ -112,6 +114,8 @@ func (e *engine) result() *Result {
 	}
 	s.SharedJobs = e.shared
 	s.Preemptions = pre
+	s.RestartS = round3(e.restartTotal.Seconds())
+	s.RestartCost = e.cfg.Restart.String()
 	s.MissingPairs = e.env.Missing()
 	s.Notes = append(s.Notes, e.notes...)
 	if m := e.env.Missing(); m > 0 {

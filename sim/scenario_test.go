@@ -257,13 +257,53 @@ func TestSJFPreemptionFilter(t *testing.T) {
 }
 
 func TestRestartCost(t *testing.T) {
-	s := newScenario(t, 1, 1, 48).model("a", cfgSpec{64, 1, 8}).job(1, "a", 1, 0, 1000).job(2, "a", 1, 500, 10)
-	s.tab.DefaultRestartS = 7
-	s.cfg.RestartCost = true
-	r := s.run("sjf")
-	// Job 1 resumes at 510 s and sits out 7 s before its last 500 iterations.
-	if !near(s.jct(r, 1), 510+7+500) {
-		t.Errorf("job 1 JCT %v, want %v", s.jct(r, 1), 510+7+500)
+	// Job 2 preempts job 1 at 500 s; job 1 resumes at 510 s and sits out its restart cost before
+	// its last 500 iterations. Model "vgg16" costs 7 s on 1 GPU in the lineage's table, model
+	// "a" is outside it (10 s).
+	for _, tc := range []struct {
+		model, cost string
+		profileS    float64
+		want        float64
+	}{
+		{"a", "auto", 3, 3}, {"a", "auto", 0, 10}, {"vgg16", "auto", 0, 7}, {"vgg16", "lineage", 3, 7},
+		{"vgg16", "profile", 0, 0}, {"vgg16", "profile", 3, 3}, {"a", "2.5", 3, 2.5}, {"a", "off", 3, 0},
+	} {
+		s := newScenario(t, 1, 1, 48).model(tc.model, cfgSpec{64, 1, 8}).job(1, tc.model, 1, 0, 1000).job(2, tc.model, 1, 500, 10)
+		s.tab.DefaultRestartS = tc.profileS
+		var err error
+		if s.cfg.Restart, err = ParseRestartCost(tc.cost); err != nil {
+			t.Fatal(err)
+		}
+		r := s.run("sjf")
+		if !near(s.jct(r, 1), 510+tc.want+500) {
+			t.Errorf("%+v: job 1 JCT %v, want %v", tc, s.jct(r, 1), 510+tc.want+500)
+		}
+		if r.Summary.Preemptions != 1 || !near(r.Summary.RestartS, tc.want) {
+			t.Errorf("%+v: summary preemptions %d, restart %v s", tc, r.Summary.Preemptions, r.Summary.RestartS)
+		}
+	}
+	for _, bad := range []string{"-1", "x", "NaN", "1e300"} {
+		if _, err := ParseRestartCost(bad); err == nil {
+			t.Errorf("ParseRestartCost(%q) accepted", bad)
+		}
+	}
+}
+
+func TestLineageEffects(t *testing.T) {
+	// Muri's simulator subtracts a job's overhead (vgg16 on 1 GPU: 7 s) from its progress at every
+	// event: at 100 s (7 s lost) and at 103 s (3 s, all it did since). Job 1 ends at 1010 s.
+	s := newScenario(t, 1, 1, 48).model("vgg16", cfgSpec{64, 1, 8}).
+		job(1, "vgg16", 1, 0, 1000).job(2, "vgg16", 1, 100, 10).job(3, "vgg16", 1, 103, 10)
+	s.cfg.OverheadEveryEvent = true
+	r := s.run("fifo")
+	if !near(s.jct(r, 1), 1010) {
+		t.Errorf("job 1 JCT %v, want 1010", s.jct(r, 1))
+	}
+	// Muri also multiplies every iteration time by 1.015.
+	s = newScenario(t, 1, 1, 48).model("vgg16", cfgSpec{64, 1, 8}).job(1, "vgg16", 1, 0, 1000)
+	s.cfg.IterScale = 1.015
+	if r := s.run("fifo"); !near(s.jct(r, 1), 1015) {
+		t.Errorf("job 1 JCT %v with step times ×1.015, want 1015", s.jct(r, 1))
 	}
 }
 

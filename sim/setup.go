@@ -119,7 +119,7 @@ func (s *setup) build(t trace.Job, file string) (*policy.Job, error) {
 				tooBig = mem
 				continue
 			}
-			j.Options = append(j.Options, policy.Option{SubBatch: sub, Excl: excl, Mem: mem, Cfg: s.intern(c.String(), c)})
+			j.Options = append(j.Options, policy.Option{SubBatch: sub, Excl: s.scaled(excl), Mem: mem, Cfg: s.intern(c.String(), c)})
 		}
 		if len(j.Options) == 0 && tooBig > 0 {
 			return nil, fmt.Errorf("%s: model %s needs %.1f GiB per GPU even at its smallest profiled sub-batch; GPUs have %.1f GiB", where, model, float64(tooBig)/float64(cluster.GiB), float64(capBytes)/float64(cluster.GiB))
@@ -134,7 +134,7 @@ func (s *setup) build(t trace.Job, file string) (*policy.Job, error) {
 		}
 		name := fmt.Sprintf("%s/%d (trace)", t.Model, t.Batch)
 		s.noProf[name]++
-		j.Options = []policy.Option{{SubBatch: t.Batch, Excl: t.IterTime, Mem: capBytes, Cfg: s.intern(name, profile.Config{})}}
+		j.Options = []policy.Option{{SubBatch: t.Batch, Excl: s.scaled(t.IterTime), Mem: capBytes, Cfg: s.intern(name, profile.Config{})}}
 	}
 	for k, o := range j.Options {
 		if o.Excl < j.Options[j.Fast].Excl {
@@ -152,6 +152,14 @@ func (s *setup) build(t trace.Job, file string) (*policy.Job, error) {
 	j.P.Rem = float64(t.Iters)
 	j.Xi = 1
 	return j, nil
+}
+
+// scaled applies Config.IterScale to a step time.
+func (s *setup) scaled(d time.Duration) time.Duration {
+	if s.cfg.IterScale == 0 || s.cfg.IterScale == 1 {
+		return d
+	}
+	return time.Duration(math.Round(float64(d) * s.cfg.IterScale))
 }
 
 // env builds the slowdown matrices for every configuration and GPU-count class seen.

@@ -14,6 +14,7 @@ import (
 	"github.com/sharebench/sharebench/cluster"
 	"github.com/sharebench/sharebench/policy"
 	"github.com/sharebench/sharebench/profile"
+	"github.com/sharebench/sharebench/sim"
 	"github.com/sharebench/sharebench/trace"
 )
 
@@ -60,7 +61,7 @@ func cmdSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	seed := fs.Uint64("seed", 1, "seed for trace mappings that draw at random (the Philly table)")
 	out := fs.String("out", "", "output run `directory` (required)")
 	drop := fs.Bool("drop-oversized", false, "drop jobs that ask for more GPUs than the cluster has")
-	restart := fs.Bool("restart-cost", true, "charge the profile's restart cost when a preempted job starts again")
+	restart := fs.String("restart-cost", "auto", "restart cost of a preempted job: auto (the profile's, else the lineage's table), profile, lineage, off, or `SECONDS`")
 	noLog := fs.Bool("no-decisions", false, "do not write decisions.jsonl")
 	if err := parseFlags(fs, args); err != nil {
 		return helpOK(err)
@@ -75,6 +76,10 @@ func cmdSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	f, err := trace.ParseFormat(*format)
 	if err != nil {
 		return err
+	}
+	restartCost, err := sim.ParseRestartCost(*restart)
+	if err != nil {
+		return fmt.Errorf("simulate: --restart-cost: %w", err)
 	}
 	var prof *profile.Table
 	if *profPath != "" {
@@ -98,7 +103,7 @@ func cmdSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	spec := bench.SimSpec{Jobs: jobs, TraceName: filepath.Base(*tracePath), Shape: shape, Policy: *pol,
 		Profile: prof, ProfileName: *profPath, ModelMap: mm, Interval: time.Duration(math.Round(*interval * 1e9)),
-		DropOversized: *drop, RestartCost: *restart, Seed: *seed}
+		DropOversized: *drop, Restart: restartCost, Seed: *seed}
 	res, err := bench.Simulate(ctx, spec, *out, !*noLog)
 	if err != nil {
 		return err
