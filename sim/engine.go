@@ -114,7 +114,7 @@ func newEngine(cfg Config, jobs []trace.Job, p policy.Policy, prof *profile.Tabl
 	if m, ok := p.(policy.Moder); ok {
 		mode = m.Mode()
 	}
-	s := &setup{cfg: cfg, prof: prof, cfgIdx: map[string]int{}, noProf: map[string]int{}, fams: map[[2]int]int{}, cache: map[optKey]optEntry{}}
+	s := &setup{cfg: cfg, prof: prof, cfgIdx: map[string]int{}, noProf: map[string]int{}, fams: map[famKey]int{}, cache: map[optKey]optEntry{}, memSrc: map[string]int{}}
 	e := &engine{cfg: cfg, pol: p, cl: cluster.New(cfg.Shape), obs: obs, tick: -1,
 		byID: map[trace.JobID]*policy.Job{}}
 	restartSrc := map[string]int{}
@@ -175,13 +175,16 @@ func newEngine(cfg Config, jobs []trace.Job, p policy.Policy, prof *profile.Tabl
 	if cfg.IterScale != 0 && cfg.IterScale != 1 {
 		e.notes = append(e.notes, fmt.Sprintf("every step time is multiplied by %g", cfg.IterScale))
 	}
+	for _, note := range slices.Sorted(maps.Keys(s.memSrc)) {
+		e.notes = append(e.notes, fmt.Sprintf("%s (%d jobs)", note, s.memSrc[note]))
+	}
 	if s.estMem {
 		e.notes = append(e.notes, "GPU memory per job comes from an estimate in the profile (mem_estimated), not a measurement")
 	}
 	e.fam = make([]int32, len(s.fams))
 	famGPUs := make([]int, len(s.fams))
 	for k, f := range s.fams {
-		famGPUs[f] = k[1]
+		famGPUs[f] = k.gpus
 	}
 	var sizes []int
 	for _, j := range e.jobs {

@@ -289,6 +289,32 @@ func TestRestartCost(t *testing.T) {
 	}
 }
 
+func TestMemoryFallback(t *testing.T) {
+	// The profile knows no memory for model "x". Trace jobs of the authors' dqn (2,230 MiB) and
+	// a2c (2,094 MiB) mapped onto it share a 16 GiB GPU under sjf-ffs; jobs of "foo" fill the GPU.
+	mk := func(a, b string) *scenario {
+		s := newScenario(t, 1, 1, 16).model("x", cfgSpec{64, 1, 0}).pair("x", 64, "x", 64, 1.5)
+		s.cfg.ModelMap = &profile.ModelMap{Rules: []profile.MapRule{{TraceModel: a, Model: "x"}, {TraceModel: b, Model: "x"}}}
+		return s.job(1, a, 1, 0, 100).job(2, b, 1, 10, 100)
+	}
+	s := mk("dqn", "a2c")
+	r := s.run("sjf-ffs")
+	if want := "0.000 start 1 [0-0] sub 64 with []\n10.000 start 2 [0-0] sub 64 with [1]\n"; s.log() != want {
+		t.Errorf("dqn and a2c log:\n%s\nwant:\n%s", s.log(), want)
+	}
+	if notes := strings.Join(r.Summary.Notes, "\n"); !strings.Contains(notes, "authors' 2230 MiB") || !strings.Contains(notes, "authors' 2094 MiB") {
+		t.Errorf("notes do not name the fallback:\n%s", notes)
+	}
+	s = mk("foo", "bar")
+	r = s.run("sjf-ffs")
+	if want := "0.000 start 1 [0-0] sub 64 with []\n100.000 start 2 [0-0] sub 64 with []\n"; s.log() != want {
+		t.Errorf("foo and bar log:\n%s\nwant:\n%s", s.log(), want)
+	}
+	if notes := strings.Join(r.Summary.Notes, "\n"); !strings.Contains(notes, "no memory figure for foo (profile model x) and the authors' table has none") {
+		t.Errorf("notes do not say the jobs fill their GPUs:\n%s", notes)
+	}
+}
+
 func TestLineageEffects(t *testing.T) {
 	// Muri's simulator subtracts a job's overhead (vgg16 on 1 GPU: 7 s) from its progress at every
 	// event: at 100 s (7 s lost) and at 103 s (3 s, all it did since). Job 1 ends at 1010 s.

@@ -27,7 +27,8 @@ type setup struct {
 	noProf map[string]int // model/batch → jobs using the trace's iteration time
 	estMem bool
 	cache  map[optKey]optEntry
-	fams   map[[2]int]int // (first option's configuration, GPUs) → family
+	fams   map[famKey]int
+	memSrc map[string]int // memory fallback note → jobs
 }
 
 func (s *setup) intern(name string, c profile.Config) int {
@@ -49,6 +50,13 @@ func (s *setup) class(gpus int) int {
 	return len(s.gcs) - 1
 }
 
+// famKey groups jobs into families: the first option's configuration and memory, and the GPU
+// count (every option follows from these).
+type famKey struct {
+	cfg, gpus int
+	mem       int64
+}
+
 // optKey identifies jobs that get identical options, which they then share (read-only).
 type optKey struct {
 	model    string
@@ -58,10 +66,11 @@ type optKey struct {
 }
 
 type optEntry struct {
-	opts   []policy.Option
-	fast   int
-	gc     int
-	family int
+	opts    []policy.Option
+	fast    int
+	gc      int
+	family  int
+	memNote string // where the memory figure came from, when the profile has none
 }
 
 // job builds the simulation job for t.
@@ -73,19 +82,29 @@ func (s *setup) job(t trace.Job, file string) (*policy.Job, error) {
 		if len(e.opts) == 1 && e.opts[0].Cfg >= 0 && s.keys[e.opts[0].Cfg].Model == "" {
 			s.noProf[s.names[e.opts[0].Cfg]]++
 		}
+		if e.memNote != "" {
+			s.memSrc[e.memNote]++
+		}
 		return j, nil
 	}
-	j, err := s.build(t, file)
+	j, note, err := s.build(t, file)
 	if err != nil {
 		return nil, err
 	}
-	s.cache[key] = optEntry{j.Options, j.Fast, j.GC, j.Family}
+	if note != "" {
+		s.memSrc[note]++
+	}
+	s.cache[key] = optEntry{j.Options, j.Fast, j.GC, j.Family, note}
 	return j, nil
 }
 
-// build resolves t's model and options from the model map, the profile and the trace.
-func (s *setup) build(t trace.Job, file string) (*policy.Job, error) {
+// build resolves t's model and options from the model map, the profile and the trace. A
+// configuration whose memory the profile does not know takes the SJF-BSBF authors' constant for
+// the trace's model; memNote then says so (or that the job fills a whole GPU, for a model
+// outside the authors' eight).
+func (s *setup) build(t trace.Job, file string) (*policy.Job, string, error) {
 	j := &policy.Job{Job: t}
+	memNote := ""
 	capBytes := s.cfg.Shape.GPUMemBytes
 	where := fmt.Sprintf("%s:%d: job %d", file, t.Line, t.ID)
 	if t.Line == 0 {
@@ -98,7 +117,7 @@ func (s *setup) build(t trace.Job, file string) (*policy.Job, error) {
 			if model != t.Model {
 				via = fmt.Sprintf(" (mapped from %q)", t.Model)
 			}
-			return nil, fmt.Errorf("%s: unknown model %q%s (known: %s)", where, model, via, strings.Join(s.prof.ModelNames(), ", "))
+			return nil, "", fmt.Errorf("%s: unknown model %q%s (known: %s)", where, model, via, strings.Join(s.prof.ModelNames(), ", "))
 		}
 		if batch == 0 {
 			batch = s.prof.DefaultBatch(model)
@@ -113,7 +132,9 @@ func (s *setup) build(t trace.Job, file string) (*policy.Job, error) {
 			mem, est, _ := s.prof.Mem(c)
 			s.estMem = s.estMem || est
 			if mem == 0 {
-				mem = capBytes // unknown memory: the job keeps its GPUs to itself
+				var note string
+				mem, note = s.fallbackMem(t.Model, model)
+				memNote = note
 			}
 			if mem > capBytes {
 				tooBig = mem
@@ -122,15 +143,15 @@ func (s *setup) build(t trace.Job, file string) (*policy.Job, error) {
 			j.Options = append(j.Options, policy.Option{SubBatch: sub, Excl: s.scaled(excl), Mem: mem, Cfg: s.intern(c.String(), c)})
 		}
 		if len(j.Options) == 0 && tooBig > 0 {
-			return nil, fmt.Errorf("%s: model %s needs %.1f GiB per GPU even at its smallest profiled sub-batch; GPUs have %.1f GiB", where, model, float64(tooBig)/float64(cluster.GiB), float64(capBytes)/float64(cluster.GiB))
+			return nil, "", fmt.Errorf("%s: model %s needs %.1f GiB per GPU even at its smallest profiled sub-batch; GPUs have %.1f GiB", where, model, float64(tooBig)/float64(cluster.GiB), float64(capBytes)/float64(cluster.GiB))
 		}
 	}
 	if len(j.Options) == 0 {
 		if t.IterTime <= 0 {
 			if s.prof == nil {
-				return nil, fmt.Errorf("%s: no iteration time: the trace gives none and no profile was given", where)
+				return nil, "", fmt.Errorf("%s: no iteration time: the trace gives none and no profile was given", where)
 			}
-			return nil, fmt.Errorf("%s: the profile has no step time for %s at batch %d on %d GPUs and the trace gives no iteration time", where, model, batch, t.GPUs)
+			return nil, "", fmt.Errorf("%s: the profile has no step time for %s at batch %d on %d GPUs and the trace gives no iteration time", where, model, batch, t.GPUs)
 		}
 		name := fmt.Sprintf("%s/%d (trace)", t.Model, t.Batch)
 		s.noProf[name]++
@@ -142,7 +163,7 @@ func (s *setup) build(t trace.Job, file string) (*policy.Job, error) {
 		}
 	}
 	j.GC = s.class(t.GPUs)
-	fk := [2]int{j.Options[0].Cfg, t.GPUs}
+	fk := famKey{j.Options[0].Cfg, t.GPUs, j.Options[0].Mem}
 	f, ok := s.fams[fk]
 	if !ok {
 		f = len(s.fams)
@@ -151,7 +172,21 @@ func (s *setup) build(t trace.Job, file string) (*policy.Job, error) {
 	j.Family = f
 	j.P.Rem = float64(t.Iters)
 	j.Xi = 1
-	return j, nil
+	return j, memNote, nil
+}
+
+// fallbackMem is the memory of a job whose profile configuration has none: the SJF-BSBF
+// authors' constant for its trace model (workloads/models_msg.py) or, for a model outside their
+// eight, a whole GPU (it then never shares). The note says which, for the run's notes.
+func (s *setup) fallbackMem(traceModel, profModel string) (int64, string) {
+	via := traceModel
+	if profModel != traceModel {
+		via = fmt.Sprintf("%s (profile model %s)", traceModel, profModel)
+	}
+	if b, _, ok := profile.AuthorsMem(traceModel); ok {
+		return b, fmt.Sprintf("the profile has no memory figure for %s: the SJF-BSBF authors' %d MiB is used", via, b>>20)
+	}
+	return s.cfg.Shape.GPUMemBytes, fmt.Sprintf("the profile has no memory figure for %s and the authors' table has none: each such job fills its GPUs and never shares", via)
 }
 
 // scaled applies Config.IterScale to a step time.
