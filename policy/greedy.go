@@ -258,7 +258,8 @@ func (g *greedy) attempt(j *Job, jk Key, v *victim) (ok, changed bool, err error
 	}
 	if !ok && g.preempt && g.below(jk, j) {
 		// Preempt from the lowest priority upward, retrying after each victim. Jobs too close
-		// to their end are set aside (they stay running and rank lowest).
+		// to their end, and jobs that a placement of this pass shares GPUs with (its share check
+		// assumed they keep running), are set aside: they stay running and rank lowest.
 		if !g.heaped {
 			g.heaped = true
 			g.heap = binHeap[ranked]{items: g.running, less: func(x, y ranked) bool { return Compare(x.k, x.j, y.k, y.j) > 0 }}
@@ -272,7 +273,7 @@ func (g *greedy) attempt(j *Job, jk Key, v *victim) (ok, changed bool, err error
 				break
 			}
 			g.heap.pop()
-			if r.j.RemIters(g.s.Now) <= minVictimIters {
+			if r.j.RemIters(g.s.Now) <= minVictimIters || g.hostsPlanned(r.j) {
 				g.low = append(g.low, r)
 				continue
 			}
@@ -323,6 +324,21 @@ func (g *greedy) families() int {
 	return n
 }
 
+// hostsPlanned reports whether a job placed earlier in this call shares a GPU with running job r.
+func (g *greedy) hostsPlanned(r *Job) bool {
+	if g.exclusive {
+		return false
+	}
+	for _, gpu := range r.On {
+		for _, id := range g.s.Cluster.Jobs(gpu) {
+			if _, ok := g.p.planned[id]; ok && id != r.ID {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // finish drops cancelled preemptions from the plan.
 func (g *greedy) finish() {
 	if !slices.ContainsFunc(g.victims, func(v *victim) bool { return v.cancelled }) {
@@ -352,7 +368,7 @@ func (g *greedy) try(j *Job, v *victim) (bool, error) {
 		return false, fmt.Errorf("policy %s: job %d: %w", g.name, j.ID, err)
 	}
 	pl.Job = j.ID
-	g.p.planned[j.ID] = partner{j, pl.Opt, j.P.Rem * o.Excl.Seconds()}
+	g.p.planned[j.ID] = partner{j, pl.Opt, j.RemIters(s.Now) * o.Excl.Seconds()}
 	if v != nil && pl.Opt == j.Opt && sameSet(pl.GPUs, j.On) {
 		// Back where it was: the job keeps running as before.
 		v.cancelled = true

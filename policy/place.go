@@ -177,8 +177,11 @@ func (p *placer) bestBenefit(j *Job, opt int) (gpus []int, partners []trace.JobI
 	if len(p.hp)+len(p.lp) < need {
 		return nil, nil, 0, "", nil
 	}
-	etcA := j.P.Rem * o.Excl.Seconds()
-	etcWait := j.P.Rem * j.Options[j.Fast].Excl.Seconds()
+	// A job preempted in this pass is still running on the tentative cluster: its remaining
+	// work is counted at now, not at its last update.
+	rem := j.RemIters(p.s.Now)
+	etcA := rem * o.Excl.Seconds()
+	etcWait := rem * j.Options[j.Fast].Excl.Seconds()
 	// Share-check every distinct job on the candidate GPUs once, in order of first appearance.
 	p.checked = p.checked[:0]
 	if p.seen == nil {
@@ -296,8 +299,11 @@ func (p *placer) consolidated(j *Job, opt int, check bool) (gpus []int, partners
 		return cmp.Or(cmp.Compare(a.fit, b.fit), cmp.Compare(b.idle, a.idle), cmp.Compare(a.work, b.work))
 	})
 	o := j.Options[opt]
-	etcA := j.P.Rem * o.Excl.Seconds()
-	etcWait := j.P.Rem * j.Options[j.Fast].Excl.Seconds()
+	// A job preempted in this pass is still running on the tentative cluster: its remaining
+	// work is counted at now, not at its last update.
+	rem := j.RemIters(p.s.Now)
+	etcA := rem * o.Excl.Seconds()
+	etcWait := rem * j.Options[j.Fast].Excl.Seconds()
 	for _, k := range keys {
 		var idle, busy []int
 		for g := k.n * sh.GPUsPerNode; g < (k.n+1)*sh.GPUsPerNode; g++ {

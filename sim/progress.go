@@ -248,7 +248,13 @@ func (e *engine) apply(plan policy.Plan) error {
 			buf = e.rerate(q.Idx, buf)
 		}
 	}
-	for _, pl := range plan.Start {
+	for k, pl := range plan.Start {
+		for _, id := range pl.Partners {
+			restarted := slices.ContainsFunc(plan.Start[:k], func(p policy.Placement) bool { return p.Job == id })
+			if slices.Contains(plan.Stop, id) && !restarted {
+				return fmt.Errorf("sim: policy %s: job %d: illegal plan: starts sharing with job %d, which the same plan preempts", name, pl.Job, id)
+			}
+		}
 		jp := e.lookup(pl.Job)
 		if jp == nil {
 			return fmt.Errorf("sim: policy %s: start of unknown job %d", name, pl.Job)

@@ -103,8 +103,9 @@ func (c checkedPolicy) Schedule(s *policy.State) (policy.Plan, error) {
 			}
 			xa, _ := s.Env.Xi(j, pl.Opt, p, p.Opt)
 			xb, _ := s.Env.Xi(p, p.Opt, j, pl.Opt)
-			_, tCon, _ := policy.ShareCheck(j.P.Rem*j.Options[pl.Opt].Excl.Seconds(), p.RemTime(s.Now).Seconds(), xa, xb)
-			tSeq := p.RemTime(s.Now).Seconds() + 0.5*j.P.Rem*j.Options[j.Fast].Excl.Seconds()
+			rem := j.RemIters(s.Now) // a victim placed back counts its work at now
+			_, tCon, _ := policy.ShareCheck(rem*j.Options[pl.Opt].Excl.Seconds(), p.RemTime(s.Now).Seconds(), xa, xb)
+			tSeq := p.RemTime(s.Now).Seconds() + 0.5*rem*j.Options[j.Fast].Excl.Seconds()
 			share := tCon < tSeq
 			if !share {
 				c.t.Errorf("%s: job %d shares with %d although t_con %.3f ≥ t_seq %.3f", c.spec, j.ID, id, tCon, tSeq)

@@ -376,3 +376,32 @@ func TestSubBatchWaitBaseline(t *testing.T) {
 		t.Errorf("avg JCT %v, want 150", r.Summary.AvgJCT)
 	}
 }
+
+func TestVictimShareCheckedAtNow(t *testing.T) {
+	// 1 GPU of 16 GiB. Job 1 ("x", 1,000 iterations) runs at sub-batch 64 (10 GiB). Job 2 ("z",
+	// 200 iterations, 8 GiB) arrives at 500 s: it cannot share (memory) and preempts job 1, which
+	// the same pass places back next to job 2 at sub-batch 32 (4 GiB), because with its 500
+	// iterations left at 500 s (not its 1,000 at its last start) t_con = 420 < t_seq = 450.
+	s := newScenario(t, 1, 1, 16).model("x", cfgSpec{64, 1, 10}, cfgSpec{32, 1.2, 4}).model("z", cfgSpec{64, 1, 8}).
+		pair("x", 32, "z", 64, 1.1).pair("z", 64, "x", 32, 1.1).pair("x", 64, "z", 64, 1.1).pair("z", 64, "x", 64, 1.1).
+		job(1, "x", 1, 0, 1000).job(2, "z", 1, 500, 200)
+	s.run("sjf-bsbf-preempt")
+	want := "0.000 start 1 [0-0] sub 64 with []\n500.000 preempt 1\n500.000 start 2 [0-0] sub 64 with []\n500.000 start 1 [0-0] sub 32 with [2]\n"
+	if s.log() != want {
+		t.Errorf("log:\n%s\nwant:\n%s", s.log(), want)
+	}
+}
+
+func TestNoPreemptionOfAPlannedPartner(t *testing.T) {
+	// 1x2 GPUs, sjf-ffs-preempt. Jobs 1 and 2 run; at 100 s job 3 (1 GPU) shares job 1's GPU and
+	// job 4 (2 GPUs) finds too little room. Job 1 cannot be preempted for job 4 in the pass that
+	// starts job 3 next to it (job 3's start assumes its partner); job 2 is, and, as job 4 still
+	// does not fit, is placed back where it was, so nothing is preempted.
+	s := newScenario(t, 1, 2, 48).model("a", cfgSpec{64, 1, 8}).pair("a", 64, "a", 64, 1.5).
+		job(1, "a", 1, 0, 5000).job(2, "a", 1, 0, 10000).job(3, "a", 1, 100, 100).job(4, "a", 2, 100, 200)
+	s.run("sjf-ffs-preempt")
+	want := "0.000 start 1 [0-0] sub 64 with []\n0.000 start 2 [0-1] sub 64 with []\n100.000 start 3 [0-0] sub 64 with [1]\n"
+	if got := s.log(); !strings.HasPrefix(got, want) || strings.Contains(got, "100.000 preempt") {
+		t.Errorf("log:\n%s\nwant it to begin:\n%s", got, want)
+	}
+}
