@@ -113,3 +113,31 @@ func appendSeconds(b []byte, d time.Duration) []byte {
 	b = append(b, byte('0'+f/100), byte('0'+f/10%10), byte('0'+f%10))
 	return b
 }
+
+// appendExactSeconds appends d in seconds with every nanosecond digit that is not a trailing
+// zero (e.g. 12, 12.5, 12.000000001), so runs compare job by job with other simulators.
+func appendExactSeconds(b []byte, d time.Duration) []byte {
+	if d < 0 {
+		b = append(b, '-')
+		d = -d
+	}
+	b = strconv.AppendInt(b, int64(d/time.Second), 10)
+	frac := int64(d % time.Second)
+	if frac == 0 {
+		return b
+	}
+	digits := 9
+	for frac%10 == 0 {
+		frac /= 10
+		digits--
+	}
+	b = append(b, '.')
+	for p := digits - 1; p >= 0; p-- {
+		div := int64(1)
+		for range p {
+			div *= 10
+		}
+		b = append(b, byte('0'+frac/div%10))
+	}
+	return b
+}

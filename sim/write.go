@@ -32,7 +32,7 @@ func WriteJobs(w io.Writer, jobs []JobResult) error {
 		b = strconv.AppendInt(b, int64(j.GPUs), 10)
 		for _, d := range [...]int64{int64(j.Submit), int64(j.Start), int64(j.End), int64(j.JCT), int64(j.Queue), int64(j.Solo), int64(j.Shared)} {
 			b = append(b, ',')
-			b = appendSeconds(b, time.Duration(d))
+			b = appendExactSeconds(b, time.Duration(d))
 		}
 		b = append(b, ',')
 		b = strconv.AppendInt(b, int64(j.Preempts), 10)
