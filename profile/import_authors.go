@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -223,55 +224,124 @@ func ImportAuthors(ratio, itertime io.Reader, opts AuthorsOptions) (*Table, erro
 	return t, nil
 }
 
+// AuthorsGPUCounts are the GPU counts of the authors' traces (1 to 32 GPUs per job).
+var AuthorsGPUCounts = []int{1, 2, 4, 8, 16, 32}
+
+// ExportOptions shapes ExportAuthors.
+type ExportOptions struct {
+	// ModelMap, when set, exports the authors' eight models (their keys at their fixed batches)
+	// through it: each under its display name, with the numbers of the profile configuration it
+	// maps onto, so that the authors' scheduler runs on the traces sharebench runs.
+	ModelMap *ModelMap
+	// GPUs are the GPU counts written for every model and pair; each takes the profile's value
+	// for the largest measured count at or below it (the authors' code looks up a job's own
+	// count). Empty: AuthorsGPUCounts with a model map, else the counts the profile measured.
+	GPUs []int
+}
+
 // ExportAuthors writes t as the SJF-BSBF authors' ratio.json and itertime.json (SPEC §8.3–8.4),
-// so that their scheduler can run on a sharebench profile. Each model is exported at its default
-// batch without accumulation (sub_batch = batch; models lacking that configuration are left
-// out); the eight authors' models use their display names, others their own name. A pair with a
-// timeslice but no mps entry (or the reverse) writes null for the missing mode.
-func (t *Table) ExportAuthors(ratio, itertime io.Writer) error {
+// so that their scheduler can run on a sharebench profile. Without a model map each model is
+// exported at its default batch without accumulation (sub_batch = batch; models lacking that
+// configuration are left out); the eight authors' models use their display names, others their
+// own name. A pair with a timeslice but no mps entry (or the reverse) writes null for the
+// missing mode.
+func (t *Table) ExportAuthors(ratio, itertime io.Writer, opt ExportOptions) error {
 	if err := t.Normalize(); err != nil {
 		return fmt.Errorf("export authors: %w", err)
 	}
-	exported := map[Config]string{}
-	iter := map[string]map[string]float64{}
-	for _, m := range t.Models {
-		c := Config{m.Name, m.DefaultBatch, m.DefaultBatch}
-		s, ok := t.Solo(c)
-		if !ok {
-			continue
+	type entry struct {
+		disp string
+		c    Config
+	}
+	var entries []entry
+	if opt.ModelMap != nil {
+		for _, key := range slices.Sorted(maps.Keys(authorsDisplay)) {
+			model, batch := opt.ModelMap.Resolve(key, authorsBatch[key])
+			if t.Model(model) == nil {
+				return fmt.Errorf("export authors: the model map sends %s to %q, which the profile lacks", key, model)
+			}
+			if batch == 0 {
+				batch = t.DefaultBatch(model)
+			}
+			c := Config{model, batch, batch}
+			if _, ok := t.Solo(c); !ok {
+				return fmt.Errorf("export authors: the model map sends %s to %s at batch %d, which the profile lacks without accumulation", key, model, batch)
+			}
+			entries = append(entries, entry{authorsDisplay[key], c})
 		}
-		disp, _ := AuthorsDisplayName(m.Name)
-		if _, dup := iter[disp]; dup {
-			return fmt.Errorf("export authors: two models share the display name %q", disp)
-		}
-		exported[c] = disp
-		iter[disp] = map[string]float64{}
-		for g, v := range s.IterS {
-			iter[disp][strconv.Itoa(g)] = v
+	} else {
+		seen := map[string]bool{}
+		for _, m := range t.Models {
+			c := Config{m.Name, m.DefaultBatch, m.DefaultBatch}
+			if _, ok := t.Solo(c); !ok {
+				continue
+			}
+			disp, _ := AuthorsDisplayName(m.Name)
+			if seen[disp] {
+				return fmt.Errorf("export authors: two models share the display name %q", disp)
+			}
+			seen[disp] = true
+			entries = append(entries, entry{disp, c})
 		}
 	}
+	counts := func(c Config) []int {
+		if len(opt.GPUs) > 0 {
+			return opt.GPUs
+		}
+		if opt.ModelMap != nil {
+			return AuthorsGPUCounts
+		}
+		s, _ := t.Solo(c)
+		return slices.Sorted(maps.Keys(s.IterS))
+	}
+	iter := map[string]map[string]float64{}
+	for _, e := range entries {
+		iter[e.disp] = map[string]float64{}
+		s, _ := t.Solo(e.c)
+		for _, g := range counts(e.c) {
+			if v, ok := s.IterS.At(g); ok {
+				iter[e.disp][strconv.Itoa(g)] = v
+			}
+		}
+	}
+	// Pairs go at the given counts, filled from the largest measured count below, else at the
+	// counts measured for the pair.
+	filled := len(opt.GPUs) > 0 || opt.ModelMap != nil
+	pairCounts := func(a, b Config) []int {
+		if filled {
+			return counts(a)
+		}
+		var gs []int
+		for _, m := range []Mode{Timeslice, MPS} {
+			for _, e := range t.pairs[pairKey{a, b, m}] {
+				gs = append(gs, e.gpus)
+			}
+		}
+		slices.Sort(gs)
+		return slices.Compact(gs)
+	}
 	ratios := map[string]map[string]map[string][2]*float64{}
-	for _, p := range t.Pairs {
-		da, okA := exported[p.A]
-		db, okB := exported[p.B]
-		if !okA || !okB {
-			continue
+	for _, a := range entries {
+		for _, b := range entries {
+			for _, g := range pairCounts(a.c, b.c) {
+				var pair [2]*float64
+				for k, mode := range []Mode{Timeslice, MPS} {
+					if xi, ok := t.Slowdown(a.c, b.c, g, mode); ok && (filled || t.measuredAt(a.c, b.c, g, mode)) {
+						pair[k] = &xi
+					}
+				}
+				if pair[0] == nil && pair[1] == nil {
+					continue
+				}
+				if ratios[a.disp] == nil {
+					ratios[a.disp] = map[string]map[string][2]*float64{}
+				}
+				if ratios[a.disp][b.disp] == nil {
+					ratios[a.disp][b.disp] = map[string][2]*float64{}
+				}
+				ratios[a.disp][b.disp][strconv.Itoa(g)] = pair
+			}
 		}
-		if ratios[da] == nil {
-			ratios[da] = map[string]map[string][2]*float64{}
-		}
-		if ratios[da][db] == nil {
-			ratios[da][db] = map[string][2]*float64{}
-		}
-		g := strconv.Itoa(p.GPUs)
-		e := ratios[da][db][g]
-		xi := p.Xi
-		if p.Mode == MPS {
-			e[1] = &xi
-		} else {
-			e[0] = &xi
-		}
-		ratios[da][db][g] = e
 	}
 	if err := writeJSONIndent(itertime, iter); err != nil {
 		return fmt.Errorf("export authors: itertime: %w", err)
@@ -280,6 +350,11 @@ func (t *Table) ExportAuthors(ratio, itertime io.Writer) error {
 		return fmt.Errorf("export authors: ratio: %w", err)
 	}
 	return nil
+}
+
+// measuredAt reports whether the profile measured the pair (a | b) on exactly gpus GPUs in mode m.
+func (t *Table) measuredAt(a, b Config, gpus int, m Mode) bool {
+	return slices.ContainsFunc(t.pairs[pairKey{a, b, m}], func(e gpuXi) bool { return e.gpus == gpus })
 }
 
 // writeJSONIndent writes v as indented JSON (map keys sorted) with a trailing newline.

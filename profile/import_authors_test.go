@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -55,7 +57,7 @@ func TestImportAuthors(t *testing.T) {
 func TestExportAuthorsRoundTrip(t *testing.T) {
 	tb := importAuthorsFixture(t)
 	var ratio, iter bytes.Buffer
-	if err := tb.ExportAuthors(&ratio, &iter); err != nil {
+	if err := tb.ExportAuthors(&ratio, &iter, ExportOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	var r map[string]map[string]map[string][]*float64
@@ -77,11 +79,11 @@ func TestExportAuthorsRoundTrip(t *testing.T) {
 	}
 	// Exporting twice gives the same bytes.
 	var r2, i2 bytes.Buffer
-	if err := back.ExportAuthors(&r2, &i2); err != nil {
+	if err := back.ExportAuthors(&r2, &i2, ExportOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	var r1, i1 bytes.Buffer
-	if err := tb.ExportAuthors(&r1, &i1); err != nil {
+	if err := tb.ExportAuthors(&r1, &i1, ExportOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(r1.Bytes(), r2.Bytes()) || !bytes.Equal(i1.Bytes(), i2.Bytes()) {
@@ -96,7 +98,7 @@ func TestExportAuthorsGavel(t *testing.T) {
 		t.Fatal(err)
 	}
 	var ratio, iter bytes.Buffer
-	if err := tb.ExportAuthors(&ratio, &iter); err != nil {
+	if err := tb.ExportAuthors(&ratio, &iter, ExportOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	var it map[string]map[string]float64
@@ -149,7 +151,7 @@ func FuzzImportAuthors(f *testing.F) {
 			return
 		}
 		checkTable(t, tb)
-		if err := tb.ExportAuthors(&bytes.Buffer{}, &bytes.Buffer{}); err != nil {
+		if err := tb.ExportAuthors(&bytes.Buffer{}, &bytes.Buffer{}, ExportOptions{}); err != nil {
 			t.Fatalf("export: %v", err)
 		}
 	})
@@ -163,5 +165,48 @@ func TestAuthorsFixturesLabelled(t *testing.T) {
 	}
 	if !strings.Contains(string(b), "invented for tests") {
 		t.Error("testdata/import/README.md must say the authors' fixtures are invented")
+	}
+}
+
+// TestExportAuthorsMapped exports the shipped Gavel profile through its model map: the authors'
+// scheduler looks up ratio[a][b][GPUs of a] and itertime[a][GPUs] under their display names for
+// every pair of their eight models and every GPU count of their traces, so every key must exist.
+func TestExportAuthorsMapped(t *testing.T) {
+	tb, err := LoadFile(filepath.Join("..", "results", "profiles", "gavel-v100.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mm, err := LoadModelMapFile(filepath.Join("..", "bench", "modelmaps", "gavel.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ratio, iter bytes.Buffer
+	if err := tb.ExportAuthors(&ratio, &iter, ExportOptions{ModelMap: mm}); err != nil {
+		t.Fatal(err)
+	}
+	var r map[string]map[string]map[string][]*float64
+	var it map[string]map[string]float64
+	if err := json.Unmarshal(ratio.Bytes(), &r); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(iter.Bytes(), &it); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range authorsDisplay {
+		for _, g := range AuthorsGPUCounts {
+			if it[a][strconv.Itoa(g)] <= 0 {
+				t.Errorf("itertime[%s][%d] missing", a, g)
+			}
+			for _, b := range authorsDisplay {
+				if e := r[a][b][strconv.Itoa(g)]; len(e) != 2 || e[0] == nil {
+					t.Errorf("ratio[%s][%s][%d] = %v, want a time-slicing value", a, b, g, e)
+				}
+			}
+		}
+	}
+	// GPT2 is Gavel's transformer at batch 128: its 8-GPU step time is the profile's.
+	solo, _ := tb.Solo(Config{"transformer", 128, 128})
+	if want, _ := solo.IterS.At(8); it["GPT2"]["8"] != want {
+		t.Errorf("itertime[GPT2][8] = %v, want %v", it["GPT2"]["8"], want)
 	}
 }

@@ -244,7 +244,7 @@ func importAuthors(ratioPath, itertimePath string) (*profile.Table, error) {
 // exportAuthors writes dir/ratio.json and dir/itertime.json.
 func exportAuthors(t *profile.Table, dir string) error {
 	var ratio, iter bytes.Buffer
-	if err := t.ExportAuthors(&ratio, &iter); err != nil {
+	if err := t.ExportAuthors(&ratio, &iter, profile.ExportOptions{}); err != nil {
 		return fmt.Errorf("profile import: %w", err)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
