@@ -29,8 +29,11 @@ type SimSpec struct {
 	// DropOversized drops jobs larger than the cluster instead of failing.
 	DropOversized bool
 	Restart       sim.RestartCost
-	Seed          uint64
-	Labels        map[string]string
+	// IterScale and OverheadEveryEvent are the Muri simulator's lineage effects (sim.Config).
+	IterScale          float64
+	OverheadEveryEvent bool
+	Seed               uint64
+	Labels             map[string]string
 	// Observer, when set, also receives the decision log.
 	Observer sim.Observer
 }
@@ -56,7 +59,7 @@ func Simulate(ctx context.Context, spec SimSpec, out string, decisions bool) (*s
 	if err != nil {
 		return nil, fmt.Errorf("%w (the cluster has %d GPUs; --drop-oversized drops such jobs)", err, spec.Shape.GPUs())
 	}
-	cfg := sim.Config{Shape: spec.Shape, Interval: spec.Interval, Restart: spec.Restart,
+	cfg := sim.Config{Shape: spec.Shape, Interval: spec.Interval, Restart: spec.Restart, IterScale: spec.IterScale, OverheadEveryEvent: spec.OverheadEveryEvent,
 		ModelMap: spec.ModelMap, TraceName: spec.TraceName}
 	var dir *sim.RunDir
 	var obs sim.Observer

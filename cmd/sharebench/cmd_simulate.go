@@ -63,6 +63,8 @@ func cmdSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	drop := fs.Bool("drop-oversized", false, "drop jobs that ask for more GPUs than the cluster has")
 	restart := fs.String("restart-cost", "auto", "restart cost of a preempted job: auto (the profile's, else the lineage's table), profile, lineage, off, or `SECONDS`")
 	noLog := fs.Bool("no-decisions", false, "do not write decisions.jsonl")
+	iterScale := fs.Float64("iter-time-scale", 1, "multiply every step time by `X` (the Muri simulator uses 1.015)")
+	everyEvent := fs.Bool("overhead-every-event", false, "lineage effect of the Muri simulator: every running job loses min(Δ, its lineage overhead) of progress at every event")
 	if err := parseFlags(fs, args); err != nil {
 		return helpOK(err)
 	}
@@ -103,7 +105,7 @@ func cmdSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	spec := bench.SimSpec{Jobs: jobs, TraceName: filepath.Base(*tracePath), Shape: shape, Policy: *pol,
 		Profile: prof, ProfileName: *profPath, ModelMap: mm, Interval: time.Duration(math.Round(*interval * 1e9)),
-		DropOversized: *drop, Restart: restartCost, Seed: *seed}
+		DropOversized: *drop, Restart: restartCost, Seed: *seed, IterScale: *iterScale, OverheadEveryEvent: *everyEvent}
 	res, err := bench.Simulate(ctx, spec, *out, !*noLog)
 	if err != nil {
 		return err
