@@ -56,11 +56,11 @@ func TestHelpAndUnknown(t *testing.T) {
 	if err != nil || !strings.Contains(out, "simulate") || !strings.Contains(out, "reproduce") {
 		t.Errorf("help: %v\n%s", err, out)
 	}
-	if _, _, err := cli(t, "frobnicate"); err == nil || !strings.Contains(err.Error(), `unknown subcommand "frobnicate"`) {
-		t.Errorf("unknown subcommand: %v", err)
+	if _, _, err := cli(t, "frobnicate"); err == nil || err.Error() != `unknown command "frobnicate" for "sharebench"; see 'sharebench --help'` {
+		t.Errorf("unknown command: %v", err)
 	}
 	if _, _, err := cli(t); err == nil {
-		t.Error("no subcommand: no error")
+		t.Error("no command: no error")
 	}
 	if _, _, err := cli(t, "simulate", "-h"); err != nil {
 		t.Errorf("simulate -h: %v", err)
