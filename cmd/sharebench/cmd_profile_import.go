@@ -68,6 +68,11 @@ func (o *profileImportOpts) run(files []string, stdout io.Writer) error {
 	if o.out == "" && o.exportDir == "" {
 		return usagef("profile import: give --out PROFILE.json and/or --export-authors DIR")
 	}
+	for _, in := range append([]string{o.soloFrom, o.ratio, o.itertime}, files...) {
+		if o.out != "" && sameFile(o.out, in) {
+			return usagef("profile import: --out %s is an input; write the profile to another file", o.out)
+		}
+	}
 	memBytes := int64(0)
 	if o.memGiB < 0 {
 		return fmt.Errorf("profile import: --mem-gib must be ≥ 0, got %v", o.memGiB)

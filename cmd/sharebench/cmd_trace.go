@@ -109,6 +109,9 @@ func traceConvert(ctx context.Context, rf traceReadFlags, out string, stdout, st
 	if out == "" {
 		return usagef("trace convert: --out is required")
 	}
+	if sameFile(out, *rf.in) {
+		return usagef("trace convert: --out %s is the input; write the canonical trace to another file", out)
+	}
 	jobs, _, skipped, err := rf.read("convert")
 	if err != nil {
 		return err
@@ -424,6 +427,16 @@ func tracePhillyFile(flagPath string) (string, error) {
 		return p, nil
 	}
 	return "", fmt.Errorf("no Philly job table: pass --philly FILE, or set %s to the data directory holding %s", traceDataEnv, tracePhillyRel)
+}
+
+// sameFile reports whether the paths name one existing file.
+func sameFile(a, b string) bool {
+	sa, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	sb, err := os.Stat(b)
+	return err == nil && os.SameFile(sa, sb)
 }
 
 func traceExists(p string) bool {

@@ -175,3 +175,15 @@ func TestTraceConvertRoundTrip(t *testing.T) {
 		t.Errorf("convert is not idempotent:\n%s\n%s", a, b)
 	}
 }
+
+func TestConvertRefusesItsInput(t *testing.T) {
+	_, _, tr := fixture(t, smallTrace)
+	before, _ := os.ReadFile(tr)
+	_, _, err := cli(t, "trace", "convert", "--in", tr, "--out", tr)
+	if err == nil || !strings.Contains(err.Error(), "is the input") {
+		t.Errorf("err = %v", err)
+	}
+	if after, _ := os.ReadFile(tr); !bytes.Equal(before, after) {
+		t.Error("the input was rewritten")
+	}
+}
