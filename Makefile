@@ -23,11 +23,11 @@ test: ## run every test: Go (race detector, shuffled) and the Python workload te
 test-workloads: ## run the PyTorch workload scripts' tests (CPU; skip without torch)
 	$(PYTHON) -m unittest discover -s workloads -p 'test_*.py'
 
-lint: ## go vet, gofmt, and the determinism check of forbidden calls
+lint: ## go vet and gofmt
 	$(GO) vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
-bench: build ## Go benchmarks of the simulator and the speed script
+bench: build ## Go benchmarks of the simulator and the trace readers
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./sim/ ./trace/
 
 fuzz: ## run every fuzz target for FUZZTIME (default 30s)

@@ -18,7 +18,7 @@ const DataEnv = "SHAREBENCH_DATA"
 // maps and derived traces) and the public data directory. Inputs are named relative to one of
 // the two, so that run specifications and outputs never contain a machine's absolute paths.
 type Env struct {
-	// Root is the module root (the directory holding sharebench's go.mod).
+	// Root is the module root (the directory holding go.mod of module github.com/sharebench/sharebench).
 	Root string
 	// Data is the public data directory: the repository's data/ unless $SHAREBENCH_DATA says
 	// otherwise.
@@ -29,7 +29,7 @@ type Env struct {
 }
 
 // FindEnv locates the module root by walking up from the working directory to the go.mod of
-// sharebench's module, and the data directory: $SHAREBENCH_DATA, else the repository's data/
+// module sharebench, and the data directory: $SHAREBENCH_DATA, else the repository's data/
 // with ../shared/data or shared/data next to the module root as a fallback.
 func FindEnv() (Env, error) {
 	wd, err := os.Getwd()
@@ -57,8 +57,10 @@ func FindEnv() (Env, error) {
 	return env, nil
 }
 
-// moduleRoot returns the nearest directory at or above dir whose go.mod declares sharebench's
-// module.
+// modulePath is the module path go.mod declares at the module root.
+const modulePath = "github.com/sharebench/sharebench"
+
+// moduleRoot returns the nearest directory at or above dir whose go.mod declares modulePath.
 func moduleRoot(dir string) (string, error) {
 	for d := dir; ; {
 		if isModuleRoot(filepath.Join(d, "go.mod")) {
@@ -66,14 +68,11 @@ func moduleRoot(dir string) (string, error) {
 		}
 		up := filepath.Dir(d)
 		if up == d {
-			return "", errors.New("bench: module root not found: no go.mod of module " + modulePath + " at or above the working directory")
+			return "", errors.New("bench: module root not found: no go.mod of module github.com/sharebench/sharebench at or above the working directory")
 		}
 		d = up
 	}
 }
-
-// modulePath is sharebench's module path.
-const modulePath = "github.com/sharebench/sharebench"
 
 func isModuleRoot(gomod string) bool {
 	f, err := os.Open(gomod)

@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/sharebench/sharebench/internal/outdir"
 )
 
 var update = flag.Bool("update", false, "rewrite the smoke goldens in results/smoke/ and bench/testdata/plan-*.txt")
@@ -19,6 +21,10 @@ var update = flag.Bool("update", false, "rewrite the smoke goldens in results/sm
 // runSmoke runs the smoke plan into dir with jobs parallel runs and aggregates it.
 func runSmoke(t *testing.T, env Env, dir string, jobs int) {
 	t.Helper()
+	// As "sharebench reproduce" does: the output root carries the marker of a reproduction.
+	if _, err := outdir.Prepare(dir, outdir.Options{Kind: outdir.Reproduce}); err != nil {
+		t.Fatal(err)
+	}
 	plan := Plan(LabelSmoke)
 	outcomes, err := Sweep(context.Background(), NewInputs(env), plan, dir, SweepOptions{Jobs: jobs})
 	if err != nil {

@@ -109,6 +109,11 @@ func CreateRunDir(dir string) (*RunDir, error) {
 	if err != nil {
 		return nil, fmt.Errorf("output: %w", err)
 	}
+	// MkdirTemp creates mode 0700; the committed run directory is 0755 like every other.
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		os.Remove(tmp)
+		return nil, fmt.Errorf("output: %w", err)
+	}
 	return &RunDir{final: dir, tmp: tmp}, nil
 }
 

@@ -2,9 +2,7 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -12,56 +10,12 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
 	"github.com/sharebench/sharebench/analysis"
 	"github.com/sharebench/sharebench/results"
 )
-
-// analysisFlags returns a FlagSet for the analysis commands: errors are returned, not fatal,
-// and the usage text goes to stderr.
-func analysisFlags(name, synopsis, about string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: sharebench %s\n\n%s\n\nflags:\n", synopsis, about)
-		fs.PrintDefaults()
-	}
-	return fs
-}
-
-// errAnalysisHelp means -h was given and the usage was printed: the command succeeds.
-var errAnalysisHelp = errors.New("help shown")
-
-// parseInterleaved parses flags that may come before, between or after the positional
-// arguments (sharebench table RUN_DIR --format md) and returns the positional arguments.
-// "--" ends flag parsing.
-func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return nil, errAnalysisHelp
-			}
-			return nil, errUsageShown
-		}
-		args = fs.Args()
-		if len(args) == 0 {
-			return pos, nil
-		}
-		if args[0] == "--" {
-			return append(pos, args[1:]...), nil
-		}
-		pos = append(pos, args[0])
-		args = args[1:]
-	}
-}
-
-// helpIsSuccess turns errAnalysisHelp into success.
-func helpIsSuccess(err error) error {
-	if errors.Is(err, errAnalysisHelp) {
-		return nil
-	}
-	return err
-}
 
 // loadRunArgs loads the runs named on the command line: each argument is a run directory
 // (it holds summary.json) or a root under which run directories are discovered.
@@ -96,7 +50,7 @@ type runFilter struct {
 }
 
 // addFlags registers --experiment, --trace and the repeatable --label KEY=VALUE.
-func (f *runFilter) addFlags(fs *flag.FlagSet) {
+func (f *runFilter) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&f.experiment, "experiment", "", "keep only runs with this experiment label")
 	fs.StringVar(&f.trace, "trace", "", "keep only runs of this trace (the trace label, else the trace file)")
 	fs.Func("label", "keep only runs whose label `KEY=VALUE` matches (repeatable)", func(s string) error {
@@ -171,20 +125,46 @@ kinds:
   claims   the paper's claims (T1 vs tiresias, T2 vs sjf-ffs) beside ours, with a verdict
   jobs     per-job statistics pooled over seeds (JCT and queueing quantiles, shares)`
 
-// cmdTable implements "sharebench table".
-func cmdTable(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := analysisFlags("table", "table RUN_DIR... [--kind summary|claims|jobs] [--format text|md|csv|latex] [--out FILE]", tableAbout, stderr)
-	format := fs.String("format", "text", "output `format`: text, md, csv or latex")
-	kind := fs.String("kind", "summary", "table `kind`: summary, claims or jobs")
-	out := fs.String("out", "", "write to `FILE` (atomically) instead of standard output")
-	baseline := fs.String("baseline", analysis.DefaultBaseline, "`policy` that Δ avg JCT is computed against (summary)")
-	var filter runFilter
-	filter.addFlags(fs)
-	paths, err := parseInterleaved(fs, args)
-	if err != nil {
-		return helpIsSuccess(err)
+// tableOpts are the flags of "sharebench table".
+type tableOpts struct {
+	format, kind, out, baseline string
+	filter                      runFilter
+}
+
+func newTableCmd() *cobra.Command {
+	var o tableOpts
+	cmd := &cobra.Command{
+		Use:   "table RUN_DIR... [--kind summary|claims|jobs] [--format text|md|csv|latex] [--out FILE]",
+		Short: "tabulate simulation run directories (md, csv, latex)",
+		Long:  tableAbout,
+		Example: "  sharebench table runs/ --format md\n" +
+			"  sharebench table results/paper/E2 --kind claims --format latex --out claims.tex",
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return o.run(args, cmd.OutOrStdout())
+		},
 	}
-	f, err := analysis.ParseFormat(*format)
+	f := cmd.Flags()
+	f.StringVar(&o.format, "format", "text", "output `format`: text, md, csv or latex")
+	f.StringVar(&o.kind, "kind", "summary", "table `kind`: summary, claims or jobs")
+	f.StringVar(&o.out, "out", "", "write to `FILE` (atomically) instead of standard output")
+	f.StringVar(&o.baseline, "baseline", analysis.DefaultBaseline, "`policy` that Δ avg JCT is computed against (summary)")
+	o.filter.addFlags(f)
+	completeValues(cmd, "format", "text", "md", "csv", "latex")
+	completeValues(cmd, "kind", "summary", "claims", "jobs")
+	completeFiles(cmd, nil, "out")
+	return cmd
+}
+
+// run implements "sharebench table".
+func (o *tableOpts) run(paths []string, stdout io.Writer) error {
+	if len(paths) == 0 {
+		return usagef("table: no run directory given")
+	}
+	if !slices.Contains([]string{"summary", "claims", "jobs"}, o.kind) {
+		return usagef("table: unknown --kind %q (known: summary, claims, jobs)", o.kind)
+	}
+	f, err := analysis.ParseFormat(o.format)
 	if err != nil {
 		return fmt.Errorf("table: %w", err)
 	}
@@ -192,19 +172,17 @@ func cmdTable(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return fmt.Errorf("table: %w", err)
 	}
-	if runs, err = filter.apply(runs); err != nil {
+	if runs, err = o.filter.apply(runs); err != nil {
 		return fmt.Errorf("table: %w", err)
 	}
 	var t analysis.Table
-	switch *kind {
+	switch o.kind {
 	case "summary":
-		t, err = analysis.Summarize(runs, analysis.SummaryOptions{Baseline: *baseline})
+		t, err = analysis.Summarize(runs, analysis.SummaryOptions{Baseline: o.baseline})
 	case "claims":
 		t, err = analysis.Claims(runs)
 	case "jobs":
 		t, err = analysis.JobStats(runs)
-	default:
-		return fmt.Errorf("table: unknown --kind %q (known: summary, claims, jobs)", *kind)
 	}
 	if err != nil {
 		return fmt.Errorf("table: %w", err)
@@ -213,7 +191,7 @@ func cmdTable(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := t.Render(&buf, f); err != nil {
 		return fmt.Errorf("table: %w", err)
 	}
-	if err := writeOutput(*out, buf.Bytes(), stdout); err != nil {
+	if err := writeOutput(o.out, buf.Bytes(), stdout); err != nil {
 		return fmt.Errorf("table: %w", err)
 	}
 	return nil
@@ -230,64 +208,91 @@ kinds:
   curve      a metric (average JCT) against a numeric label (--x), one line per policy
              or variant, with 95% CI bands`
 
-// cmdPlot implements "sharebench plot".
-func cmdPlot(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := analysisFlags("plot", "plot RUN_DIR... --kind avg-jct|jct-cdf|queue-cdf|util|curve [--x LABEL] [--log-x] --out FIG.{png,svg,pdf}", plotAbout, stderr)
-	kind := fs.String("kind", "", "figure `kind`: avg-jct, jct-cdf, queue-cdf, util or curve (required)")
-	out := fs.String("out", "", "output `file`: .png, .svg or .pdf (required)")
-	x := fs.String("x", "", "curve: the numeric `label` on the x axis, e.g. gpu_mem_gib or labels.load")
-	metric := fs.String("metric", "avg-jct", "avg-jct and curve: the `metric` plotted: "+metricNames())
-	logX := fs.Bool("log-x", false, "log-scale x axis (CDFs, curve)")
-	title := fs.String("title", "", "figure title (default: derived from the runs)")
-	var filter runFilter
-	filter.addFlags(fs)
-	paths, err := parseInterleaved(fs, args)
-	if err != nil {
-		return helpIsSuccess(err)
+// plotOpts are the flags of "sharebench plot".
+type plotOpts struct {
+	kind, out, x, metric, title string
+	logX                        bool
+	filter                      runFilter
+}
+
+func newPlotCmd() *cobra.Command {
+	var o plotOpts
+	cmd := &cobra.Command{
+		Use:   "plot RUN_DIR... --kind avg-jct|jct-cdf|queue-cdf|util|curve [--x LABEL] [--log-x] --out FIG.{png,svg,pdf}",
+		Short: "plot simulation run directories (png, svg, pdf)",
+		Long:  plotAbout,
+		Example: "  sharebench plot runs/ --kind jct-cdf --out jct.svg\n" +
+			"  sharebench plot results/paper/E6-load --kind curve --x labels.load --out load.pdf",
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return o.run(args)
+		},
 	}
-	if *out == "" {
-		return errors.New("plot: --out FILE is required")
+	f := cmd.Flags()
+	f.StringVar(&o.kind, "kind", "", "figure `kind`: avg-jct, jct-cdf, queue-cdf, util or curve (required)")
+	f.StringVar(&o.out, "out", "", "output `file`: .png, .svg or .pdf (required)")
+	f.StringVar(&o.x, "x", "", "curve: the numeric `label` on the x axis, e.g. gpu_mem_gib or labels.load")
+	f.StringVar(&o.metric, "metric", "avg-jct", "avg-jct and curve: the `metric` plotted: "+metricNames())
+	f.BoolVar(&o.logX, "log-x", false, "log-scale x axis (CDFs, curve)")
+	f.StringVar(&o.title, "title", "", "figure title (default: derived from the runs)")
+	o.filter.addFlags(f)
+	required(cmd, "kind", "out")
+	completeValues(cmd, "kind", "avg-jct", "jct-cdf", "queue-cdf", "util", "curve")
+	completeFiles(cmd, []string{"png", "svg", "pdf"}, "out")
+	var metrics []string
+	for _, m := range analysis.Metrics() {
+		metrics = append(metrics, m.Name)
 	}
-	switch ext := strings.ToLower(filepath.Ext(*out)); ext {
+	completeValues(cmd, "metric", metrics...)
+	return cmd
+}
+
+// run implements "sharebench plot".
+func (o *plotOpts) run(paths []string) error {
+	if len(paths) == 0 {
+		return usagef("plot: no run directory given")
+	}
+	switch ext := strings.ToLower(filepath.Ext(o.out)); ext {
 	case ".png", ".svg", ".pdf":
 	default:
-		return fmt.Errorf("plot: --out %s: unknown extension %q (want .png, .svg or .pdf)", *out, ext)
+		return usagef("plot: --out %s: unknown extension %q (want .png, .svg or .pdf)", o.out, ext)
 	}
-	m, err := analysis.MetricByName(*metric)
+	switch {
+	case o.kind == "":
+		return usagef("plot: --kind is required (avg-jct, jct-cdf, queue-cdf, util or curve)")
+	case !slices.Contains([]string{"avg-jct", "jct-cdf", "queue-cdf", "util", "curve"}, o.kind):
+		return usagef("plot: unknown --kind %q (known: avg-jct, jct-cdf, queue-cdf, util, curve)", o.kind)
+	case o.kind == "curve" && o.x == "":
+		return usagef("plot: --kind curve needs --x LABEL")
+	}
+	m, err := analysis.MetricByName(o.metric)
 	if err != nil {
-		return fmt.Errorf("plot: --metric: %w", err)
+		return usagef("plot: --metric: %w", err)
 	}
 	runs, err := loadRunArgs(paths)
 	if err != nil {
 		return fmt.Errorf("plot: %w", err)
 	}
-	if runs, err = filter.apply(runs); err != nil {
+	if runs, err = o.filter.apply(runs); err != nil {
 		return fmt.Errorf("plot: %w", err)
 	}
 	var fig *analysis.Figure
-	switch *kind {
+	switch o.kind {
 	case "avg-jct":
-		fig, err = analysis.AvgJCTBars(runs, analysis.BarOptions{Metric: m, Title: *title})
+		fig, err = analysis.AvgJCTBars(runs, analysis.BarOptions{Metric: m, Title: o.title})
 	case "jct-cdf":
-		fig, err = analysis.JCTCDF(runs, analysis.CDFOptions{LogX: *logX, Title: *title})
+		fig, err = analysis.JCTCDF(runs, analysis.CDFOptions{LogX: o.logX, Title: o.title})
 	case "queue-cdf":
-		fig, err = analysis.QueueCDF(runs, analysis.CDFOptions{LogX: *logX, Title: *title})
+		fig, err = analysis.QueueCDF(runs, analysis.CDFOptions{LogX: o.logX, Title: o.title})
 	case "util":
-		fig, err = analysis.UtilOverTime(runs, analysis.UtilOptions{Title: *title})
+		fig, err = analysis.UtilOverTime(runs, analysis.UtilOptions{Title: o.title})
 	case "curve":
-		if *x == "" {
-			return errors.New("plot: --kind curve needs --x LABEL")
-		}
-		fig, err = analysis.Curve(runs, analysis.CurveOptions{X: *x, Metric: m, LogX: *logX, Title: *title})
-	case "":
-		return errors.New("plot: --kind is required (avg-jct, jct-cdf, queue-cdf, util or curve)")
-	default:
-		return fmt.Errorf("plot: unknown --kind %q (known: avg-jct, jct-cdf, queue-cdf, util, curve)", *kind)
+		fig, err = analysis.Curve(runs, analysis.CurveOptions{X: o.x, Metric: m, LogX: o.logX, Title: o.title})
 	}
 	if err != nil {
 		return fmt.Errorf("plot: %w", err)
 	}
-	if err := fig.Save(*out); err != nil {
+	if err := fig.Save(o.out); err != nil {
 		return fmt.Errorf("plot: %w", err)
 	}
 	return nil

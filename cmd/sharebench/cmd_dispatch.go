@@ -2,12 +2,13 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"path/filepath"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/sharebench/sharebench/bench"
 	"github.com/sharebench/sharebench/runner"
@@ -25,7 +26,7 @@ type dispatchFlags struct {
 }
 
 // addSlurmFlags registers the Slurm flags on fs.
-func addSlurmFlags(fs *flag.FlagSet) *dispatchFlags {
+func addSlurmFlags(fs *pflag.FlagSet) *dispatchFlags {
 	return &dispatchFlags{
 		partition:  fs.String("partition", "", "slurm: --partition for the tasks (default: the campaign's slurm.partition)"),
 		account:    fs.String("account", "", "slurm: --account for the tasks"),
@@ -40,7 +41,7 @@ func addSlurmFlags(fs *flag.FlagSet) *dispatchFlags {
 }
 
 // addDispatchFlags registers the Slurm and Kubernetes flags on fs.
-func addDispatchFlags(fs *flag.FlagSet) *dispatchFlags {
+func addDispatchFlags(fs *pflag.FlagSet) *dispatchFlags {
 	f := addSlurmFlags(fs)
 	f.namespace = fs.String("namespace", "", "kubernetes: namespace of the Job (default: the campaign's kubernetes.namespace, else kubectl's)")
 	f.kubeContext = fs.String("kube-context", "", "kubernetes: kubectl --context")
@@ -134,7 +135,7 @@ type sweepFlags struct {
 }
 
 // addSweepFlags registers --backend and the Slurm flags of "sharebench reproduce" on fs.
-func addSweepFlags(fs *flag.FlagSet) *sweepFlags {
+func addSweepFlags(fs *pflag.FlagSet) *sweepFlags {
 	return &sweepFlags{
 		backend:     fs.String("backend", "local", "where runs execute: local, or slurm (one array task per --runs-per-task runs; the same outputs)"),
 		slurmDir:    fs.String("slurm-dir", "", "slurm: `directory` for the job script, run list and task logs (default runs/slurm/reproduce-<label>)"),
@@ -152,7 +153,7 @@ func (f *sweepFlags) sweep(ctx context.Context, in *bench.Inputs, runs []bench.R
 		return bench.Sweep(ctx, in, runs, out, opt)
 	case runner.EngineSlurm:
 	default:
-		return nil, fmt.Errorf("--backend %q: want local or slurm", *f.backend)
+		return nil, usagef("--backend %q: want local or slurm", *f.backend)
 	}
 	var cfg runner.SlurmConfig
 	f.slurm.applySlurm(&cfg)

@@ -1,27 +1,33 @@
 package main
 
 import (
-	"context"
-	"fmt"
-	"io"
 	"os"
+
+	"github.com/spf13/cobra"
 
 	"github.com/sharebench/sharebench/runner"
 )
 
-// cmdInternal dispatches hidden helpers: "sharebench internal fake-workload [train.py flags]"
-// is the fake workload of RUNNER.md §7.3 (protocol v1 on stdout/stdin), used by the fake
-// backend and inside test containers.
-func cmdInternal(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		return fmt.Errorf("internal: want a helper name (fake-workload)")
+func newInternalCmd() *cobra.Command {
+	fake := &cobra.Command{
+		Use:   "fake-workload [train.py flags]",
+		Short: "the fake workload of the fake backend (workload protocol v1 on stdout and stdin)",
+		Long: "The fake workload used by the fake backend and inside test containers: it accepts the flags of\n" +
+			"workloads/train.py (--model, --batch, --sub-batch, --max-steps, --seed, --inject, ...) and\n" +
+			"speaks the workload protocol v1 (docs/runner.md) with seeded step times. Its exit status is part\n" +
+			"of the protocol (3 = out of memory).",
+		DisableFlagParsing:    true, // the flags are train.py's, parsed by the fake itself
+		DisableFlagsInUseLine: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 && (args[0] == "-h" || args[0] == "--help") {
+				return cmd.Help()
+			}
+			if code := runner.FakeWorkload(args, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr(), os.Getenv); code != 0 {
+				return exitStatus(code)
+			}
+			return nil
+		},
 	}
-	switch args[0] {
-	case "fake-workload":
-		if code := runner.FakeWorkload(args[1:], os.Stdin, stdout, stderr, os.Getenv); code != 0 {
-			os.Exit(code) // the exit code is the protocol (3 = out of memory)
-		}
-		return nil
-	}
-	return fmt.Errorf("internal: unknown helper %q", args[0])
+	return newGroup("internal", "helpers used by tests and cluster tasks (fake-workload, ...)",
+		"Helpers that sharebench runs itself: in tests, in containers and in cluster tasks.", fake)
 }

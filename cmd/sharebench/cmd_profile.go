@@ -1,37 +1,48 @@
 package main
 
 import (
-	"context"
-	"fmt"
-	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
-// cmdProfile dispatches "sharebench profile <verb>".
-func cmdProfile(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	verbs := []command{
-		{"run", "run a profiling campaign (solo and pair cells) and write profile.json", profileRun},
-		{"show", "print a profile as tables, or plot it", profileShow},
-		{"diff", "compare two profiles (two GPUs, or two runs)", profileDiff},
-		{"import", "import public measurements (gavel, blox, pollux, authors) into a profile", profileImport},
-		{"status", "show the cells of a campaign directory: done, running, failed", profileStatus},
-		{"cell", "run one cell of a campaign (used by Slurm and Kubernetes tasks)", profileCell},
-		{"selftest", "check the workload protocol and one short real run on this host", profileSelftest},
-	}
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprintln(stdout, "usage: sharebench profile <verb> [flags]")
-		fmt.Fprintln(stdout)
-		for _, v := range verbs {
-			fmt.Fprintf(stdout, "  %-9s %s\n", v.name, v.brief)
+func newProfileCmd() *cobra.Command {
+	return newGroup("profile", "measure, import, show and compare interference profiles",
+		"Measure interference profiles on GPUs (run, cell, status, selftest), import them from public\n"+
+			"measurements (import), and print or compare them (show, diff). docs/runner.md is the guide;\n"+
+			"docs/profile-format.md describes profile.json.",
+		newProfileRunCmd(),
+		newProfileShowCmd(),
+		newProfileDiffCmd(),
+		newProfileImportCmd(),
+		newProfileStatusCmd(),
+		newProfileCellCmd(),
+		newProfileSelftestCmd(),
+	)
+}
+
+// commandLine returns the command line as parsed, for provenance records: the command's path,
+// the flags that were set (in name order, --name=value) and the positional arguments.
+func commandLine(cmd *cobra.Command, args []string) string {
+	parts := []string{cmd.CommandPath()}
+	cmd.Flags().Visit(func(f *pflag.Flag) {
+		if f.Value.Type() == "bool" && f.Value.String() == "true" {
+			parts = append(parts, "--"+f.Name)
+			return
 		}
-		if len(args) == 0 {
-			return fmt.Errorf("profile: no verb given")
-		}
-		return nil
+		parts = append(parts, "--"+f.Name+"="+shellQuote(f.Value.String()))
+	})
+	for _, a := range args {
+		parts = append(parts, shellQuote(a))
 	}
-	for _, v := range verbs {
-		if v.name == args[0] {
-			return v.run(ctx, args[1:], stdout, stderr)
-		}
+	return strings.Join(parts, " ")
+}
+
+// shellQuote quotes s for a POSIX shell when it holds anything but plain characters.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:,=+@%") == "" {
+		return s
 	}
-	return fmt.Errorf("profile: unknown verb %q", args[0])
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

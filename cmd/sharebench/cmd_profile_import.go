@@ -2,9 +2,7 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -12,90 +10,97 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/spf13/cobra"
+
 	"github.com/sharebench/sharebench/profile"
 )
 
-const profileImportUsage = `usage: sharebench profile import --from SOURCE [flags] FILE... [--out PROFILE.json] [--export-authors DIR]
+const profileImportLong = `Convert public measurements into a sharebench profile (docs/profile-import.md).
 
-Convert public measurements into a sharebench profile (docs/profile-import.md).
-
-sources:
+Sources (--from):
   gavel    FILE = Gavel's simulation_throughputs.json or physical_cluster_throughputs.json; needs --gpu
   blox     FILE = Blox's norm_speed.csv; solo times from --solo-from, or placeholders with --relative
   pollux   FILE... = Pollux trace directories: one application (…/imagenet) or their parent (…/pollux-step-times)
   authors  the SJF-BSBF authors' --ratio ratio.json and --itertime itertime.json
-  profile  FILE = a sharebench profile (to re-export it with --export-authors)
+  profile  FILE = a sharebench profile (to re-export it with --export-authors)`
 
-flags:
-`
+// profileImportOpts are the flags of "sharebench profile import".
+type profileImportOpts struct {
+	from, gpu, out, soloFrom, ratio, itertime, exportDir string
+	memGiB                                               float64
+	relative                                             bool
+	maxAccum                                             int
+}
 
-// profileImport implements "sharebench profile import".
-func profileImport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("profile import", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var (
-		from      = fs.String("from", "", "source: gavel, blox, pollux, authors or profile")
-		gpu       = fs.String("gpu", "", "gavel: worker type K80, P100 or V100")
-		memGiB    = fs.Float64("mem-gib", 0, "GPU memory in GiB written as gpu_mem_bytes (default: the source's nominal value)")
-		out       = fs.String("out", "", "write the profile to this file")
-		soloFrom  = fs.String("solo-from", "", "blox: take solo iter_s and memory from this profile")
-		relative  = fs.Bool("relative", false, "blox: allow placeholder iter_s = 1.0 (normalized) where no solo time is known")
-		maxAccum  = fs.Int("max-accum", 8, "pollux: largest accumulation factor k of the (k·b, b) configurations")
-		ratio     = fs.String("ratio", "", "authors: ratio.json")
-		itertime  = fs.String("itertime", "", "authors: itertime.json")
-		exportDir = fs.String("export-authors", "", "also write the profile as the authors' ratio.json and itertime.json into this directory")
-	)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, profileImportUsage)
-		fs.PrintDefaults()
+func newProfileImportCmd() *cobra.Command {
+	var o profileImportOpts
+	cmd := &cobra.Command{
+		Use:     "import --from SOURCE [flags] FILE... [--out PROFILE.json] [--export-authors DIR]",
+		Short:   "import public measurements (gavel, blox, pollux, authors) into a profile",
+		Long:    profileImportLong,
+		Example: "  sharebench profile import --from gavel --gpu V100 simulation_throughputs.json --out gavel-v100.json",
+		Args:    cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return o.run(args, cmd.OutOrStdout())
+		},
 	}
-	// Parse flags and file arguments in any order.
-	var files []string
-	rest := args
-	for {
-		if err := fs.Parse(rest); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return nil
-			}
-			return fmt.Errorf("profile import: %w", err)
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		files = append(files, fs.Arg(0))
-		rest = fs.Args()[1:]
+	fs := cmd.Flags()
+	fs.StringVar(&o.from, "from", "", "source: gavel, blox, pollux, authors or profile (required)")
+	fs.StringVar(&o.gpu, "gpu", "", "gavel: worker type K80, P100 or V100")
+	fs.Float64Var(&o.memGiB, "mem-gib", 0, "GPU memory in GiB written as gpu_mem_bytes (default: the source's nominal value)")
+	fs.StringVar(&o.out, "out", "", "write the profile to this `file`")
+	fs.StringVar(&o.soloFrom, "solo-from", "", "blox: take solo iter_s and memory from this profile `file`")
+	fs.BoolVar(&o.relative, "relative", false, "blox: allow placeholder iter_s = 1.0 (normalized) where no solo time is known")
+	fs.IntVar(&o.maxAccum, "max-accum", 8, "pollux: largest accumulation factor k of the (k·b, b) configurations")
+	fs.StringVar(&o.ratio, "ratio", "", "authors: ratio.json `file`")
+	fs.StringVar(&o.itertime, "itertime", "", "authors: itertime.json `file`")
+	fs.StringVar(&o.exportDir, "export-authors", "", "also write the profile as the authors' ratio.json and itertime.json into this `directory`")
+	required(cmd, "from")
+	completeValues(cmd, "from", "gavel", "blox", "pollux", "authors", "profile")
+	completeValues(cmd, "gpu", "K80", "P100", "V100")
+	completeFiles(cmd, []string{"json"}, "out", "solo-from", "ratio", "itertime")
+	completeDirs(cmd, "export-authors")
+	return cmd
+}
+
+// run implements "sharebench profile import".
+func (o *profileImportOpts) run(files []string, stdout io.Writer) error {
+	if o.out == "" && o.exportDir == "" {
+		return usagef("profile import: give --out PROFILE.json and/or --export-authors DIR")
 	}
-	if *out == "" && *exportDir == "" {
-		return errors.New("profile import: give --out PROFILE.json and/or --export-authors DIR")
+	for _, in := range append([]string{o.soloFrom, o.ratio, o.itertime}, files...) {
+		if o.out != "" && sameFile(o.out, in) {
+			return usagef("profile import: --out %s is an input; write the profile to another file", o.out)
+		}
 	}
 	memBytes := int64(0)
-	if *memGiB < 0 {
-		return fmt.Errorf("profile import: --mem-gib must be ≥ 0, got %v", *memGiB)
+	if o.memGiB < 0 {
+		return fmt.Errorf("profile import: --mem-gib must be ≥ 0, got %v", o.memGiB)
 	}
-	if *memGiB > 0 {
-		memBytes = int64(*memGiB * (1 << 30))
+	if o.memGiB > 0 {
+		memBytes = int64(o.memGiB * (1 << 30))
 	}
 	needFiles := func(n int) error {
 		if len(files) != n {
-			return fmt.Errorf("profile import --from %s: want %d input file(s), got %d", *from, n, len(files))
+			return usagef("profile import --from %s: want %d input file(s), got %d", o.from, n, len(files))
 		}
 		return nil
 	}
 
 	// cmdline is the canonical command recorded in the provenance: parsed values, file
 	// arguments as given, without --out and --export-authors (where results go is no provenance).
-	cmdline := []string{"sharebench", "profile", "import", "--from", *from}
+	cmdline := []string{"sharebench", "profile", "import", "--from", o.from}
 	var t *profile.Table
 	var err error
-	switch *from {
+	switch o.from {
 	case "gavel":
 		if err := needFiles(1); err != nil {
 			return err
 		}
-		if *gpu == "" {
+		if o.gpu == "" {
 			return errors.New("profile import --from gavel: --gpu K80|P100|V100 is required")
 		}
-		g := strings.ToLower(*gpu)
+		g := strings.ToLower(o.gpu)
 		cmdline = append(cmdline, "--gpu", g)
 		t, err = withFile(files[0], func(r io.Reader, name string) (*profile.Table, error) {
 			return profile.ImportGavel(r, name, profile.GavelOptions{GPU: g, GPUMemBytes: memBytes})
@@ -104,15 +109,15 @@ func profileImport(ctx context.Context, args []string, stdout, stderr io.Writer)
 		if err := needFiles(1); err != nil {
 			return err
 		}
-		opts := profile.BloxOptions{Relative: *relative, GPUMemBytes: memBytes}
-		if *soloFrom != "" {
-			if opts.Solo, err = profile.LoadFile(*soloFrom); err != nil {
+		opts := profile.BloxOptions{Relative: o.relative, GPUMemBytes: memBytes}
+		if o.soloFrom != "" {
+			if opts.Solo, err = profile.LoadFile(o.soloFrom); err != nil {
 				return fmt.Errorf("profile import: --solo-from: %w", err)
 			}
-			opts.SoloName = filepath.Base(*soloFrom)
-			cmdline = append(cmdline, "--solo-from", *soloFrom)
+			opts.SoloName = filepath.Base(o.soloFrom)
+			cmdline = append(cmdline, "--solo-from", o.soloFrom)
 		}
-		if *relative {
+		if o.relative {
 			cmdline = append(cmdline, "--relative")
 		}
 		t, err = withFile(files[0], func(r io.Reader, name string) (*profile.Table, error) {
@@ -122,60 +127,59 @@ func profileImport(ctx context.Context, args []string, stdout, stderr io.Writer)
 		if len(files) == 0 {
 			return errors.New("profile import --from pollux: give one or more trace directories")
 		}
-		if *maxAccum != 8 {
-			cmdline = append(cmdline, "--max-accum", strconv.Itoa(*maxAccum))
+		if o.maxAccum != 8 {
+			cmdline = append(cmdline, "--max-accum", strconv.Itoa(o.maxAccum))
 		}
-		if *maxAccum < 1 {
-			return fmt.Errorf("profile import: --max-accum must be ≥ 1, got %d", *maxAccum)
+		if o.maxAccum < 1 {
+			return fmt.Errorf("profile import: --max-accum must be ≥ 1, got %d", o.maxAccum)
 		}
-		t, err = importPollux(files, profile.PolluxOptions{MaxAccum: *maxAccum, GPUMemBytes: memBytes})
+		t, err = importPollux(files, profile.PolluxOptions{MaxAccum: o.maxAccum, GPUMemBytes: memBytes})
 	case "authors":
-		if *ratio == "" || *itertime == "" {
+		if o.ratio == "" || o.itertime == "" {
 			return errors.New("profile import --from authors: --ratio and --itertime are required")
 		}
 		if err := needFiles(0); err != nil {
 			return err
 		}
-		cmdline = append(cmdline, "--ratio", *ratio, "--itertime", *itertime)
-		t, err = importAuthors(*ratio, *itertime)
+		cmdline = append(cmdline, "--ratio", o.ratio, "--itertime", o.itertime)
+		t, err = importAuthors(o.ratio, o.itertime)
 	case "profile":
 		if err := needFiles(1); err != nil {
 			return err
 		}
 		t, err = profile.LoadFile(files[0])
 	case "":
-		fs.Usage()
-		return errors.New("profile import: --from is required")
+		return usagef("profile import: --from is required")
 	default:
-		return fmt.Errorf("profile import: unknown source %q (known: gavel, blox, pollux, authors, profile)", *from)
+		return usagef("profile import: unknown source %q (known: gavel, blox, pollux, authors, profile)", o.from)
 	}
 	if err != nil {
 		return err
 	}
-	if *memGiB > 0 {
-		cmdline = append(cmdline, "--mem-gib", strconv.FormatFloat(*memGiB, 'g', -1, 64))
-		if *from == "authors" || *from == "profile" {
+	if o.memGiB > 0 {
+		cmdline = append(cmdline, "--mem-gib", strconv.FormatFloat(o.memGiB, 'g', -1, 64))
+		if o.from == "authors" || o.from == "profile" {
 			t.GPUMemBytes = memBytes
 		}
 	}
-	if *from != "profile" {
+	if o.from != "profile" {
 		t.Provenance.Command = strings.Join(append(cmdline, files...), " ")
 	}
-	if *out != "" {
-		if err := t.WriteFile(*out); err != nil {
+	if o.out != "" {
+		if err := t.WriteFile(o.out); err != nil {
 			return fmt.Errorf("profile import: %w", err)
 		}
 		configs := 0
 		for _, m := range t.Models {
 			configs += len(m.Configs)
 		}
-		fmt.Fprintf(stdout, "wrote %s: %d models, %d configurations, %d pairs, %d notes\n", *out, len(t.Models), configs, len(t.Pairs), len(t.Notes))
+		fmt.Fprintf(stdout, "wrote %s: %d models, %d configurations, %d pairs, %d notes\n", o.out, len(t.Models), configs, len(t.Pairs), len(t.Notes))
 	}
-	if *exportDir != "" {
-		if err := exportAuthors(t, *exportDir); err != nil {
+	if o.exportDir != "" {
+		if err := exportAuthors(t, o.exportDir); err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "wrote %s and %s\n", filepath.Join(*exportDir, "ratio.json"), filepath.Join(*exportDir, "itertime.json"))
+		fmt.Fprintf(stdout, "wrote %s and %s\n", filepath.Join(o.exportDir, "ratio.json"), filepath.Join(o.exportDir, "itertime.json"))
 	}
 	return nil
 }

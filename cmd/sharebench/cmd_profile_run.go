@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,64 +11,95 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/sharebench/sharebench/internal/outdir"
 	"github.com/sharebench/sharebench/runner"
 	"github.com/sharebench/sharebench/runner/gpu"
 )
 
-// profileRun implements "sharebench profile run": run a campaign into a directory, resuming
-// from its journal.
-func profileRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("profile run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	spec := fs.String("spec", "", "campaign YAML `file` (required)")
-	backend := fs.String("backend", "", "local, container or fake (default: the campaign's backend); slurm or kubernetes run every cell as a cluster task with the campaign's backend")
-	out := fs.String("out", "", "output `dir` (default runs/profile/<campaign name>); rerun into it to resume")
-	python := fs.String("python", "", "workload interpreter (overrides workload.python and $"+runner.EnvPython+")")
-	telemetry := fs.String("telemetry", "", "auto, nvml, smi, none or fake (default: the campaign's)")
-	gpus := fs.String("gpus", "", "comma-separated GPU indices or UUIDs (default: the campaign's)")
-	retryFailed := fs.Bool("retry-failed", false, "rerun cells whose journal record is failed")
-	force := fs.Bool("force", false, "run pairs predicted not to fit in GPU memory")
-	logFormat := fs.String("log-format", "text", "log format on stderr: text or json")
-	df := addDispatchFlags(fs)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: sharebench profile run --spec CAMPAIGN.yaml [--backend local|container|fake|slurm|kubernetes] [--out DIR] [flags]")
-		fs.PrintDefaults()
+const profileRunLong = `Run a profiling campaign: every cell (a model alone, or two models sharing a GPU, at given
+batches and sub-batches) of the campaign YAML, into --out, and write profile.json, cells.csv,
+manifest.json and journal.jsonl there (docs/runner.md). Rerunning the same command resumes from
+the journal. With --backend slurm or kubernetes every cell runs as a cluster task.
+
+--out must be new, empty or a campaign directory sharebench wrote (with the .sharebench marker,
+or a journal.jsonl); --force-out writes into another directory anyway, replacing only files of
+the names the campaign writes. The directory holding the campaign file or the workload script
+is never accepted.`
+
+// profileRunOpts are the flags of "sharebench profile run".
+type profileRunOpts struct {
+	spec, backend, out, python, telemetry, gpus, logFormat string
+	retryFailed, force, forceOut                           bool
+	df                                                     *dispatchFlags
+}
+
+func newProfileRunCmd() *cobra.Command {
+	var o profileRunOpts
+	cmd := &cobra.Command{
+		Use:     "run --spec CAMPAIGN.yaml [--backend local|container|fake|slurm|kubernetes] [--out DIR]",
+		Short:   "run a profiling campaign (solo and pair cells) and write profile.json",
+		Long:    profileRunLong,
+		Example: "  sharebench profile run --spec bench/campaigns/profile-smoke.yaml --backend local --out runs/campaign",
+		Args:    noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return o.run(cmd.Context(), commandLine(cmd, args), cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return err
-	}
-	if *spec == "" || fs.NArg() > 0 {
-		fs.Usage()
-		return errors.New("profile run: --spec is required and no positional arguments are accepted")
-	}
+	f := cmd.Flags()
+	f.StringVar(&o.spec, "spec", "", "campaign YAML `file` (required)")
+	f.StringVar(&o.backend, "backend", "", "local, container or fake (default: the campaign's backend); slurm or kubernetes run every cell as a cluster task with the campaign's backend")
+	f.StringVar(&o.out, "out", "", "output `dir` (default runs/profile/<campaign name>); rerun into it to resume")
+	f.StringVar(&o.python, "python", "", "workload interpreter (overrides workload.python and $"+runner.EnvPython+")")
+	f.StringVar(&o.telemetry, "telemetry", "", "auto, nvml, smi, none or fake (default: the campaign's)")
+	f.StringVar(&o.gpus, "gpus", "", "comma-separated GPU indices or UUIDs (default: the campaign's)")
+	f.BoolVar(&o.retryFailed, "retry-failed", false, "rerun cells whose journal record is failed")
+	f.BoolVar(&o.force, "force", false, "run pairs predicted not to fit in GPU memory")
+	f.BoolVar(&o.forceOut, "force-out", false, "write into a non-empty --out that is not a campaign directory")
+	f.StringVar(&o.logFormat, "log-format", "text", "log format on stderr: text or json")
+	o.df = addDispatchFlags(f)
+	required(cmd, "spec")
+	completeFiles(cmd, []string{"yaml", "yml", "json"}, "spec")
+	completeDirs(cmd, "out")
+	completeValues(cmd, "backend", runner.BackendLocal, runner.BackendContainer, runner.BackendFake, runner.EngineSlurm, runner.EngineKubernetes)
+	completeValues(cmd, "telemetry", "auto", "nvml", "smi", "none", "fake")
+	completeValues(cmd, "log-format", "text", "json")
+	return cmd
+}
+
+// run implements "sharebench profile run": run a campaign into a directory, resuming from its
+// journal.
+func (o *profileRunOpts) run(ctx context.Context, command string, stdout, stderr io.Writer) error {
+	backend, out := o.backend, o.out
 	engine := ""
-	if isEngine(*backend) {
-		engine, *backend = *backend, ""
+	if isEngine(backend) {
+		engine, backend = backend, ""
 	}
-	c, err := loadCampaign(*spec, *python, *backend, *telemetry)
+	c, err := loadCampaign(o.spec, o.python, backend, o.telemetry)
 	if err != nil {
 		return err
 	}
-	if *gpus != "" {
-		c.GPUs = strings.Split(*gpus, ",")
+	if o.gpus != "" {
+		c.GPUs = strings.Split(o.gpus, ",")
 	}
 	if err := c.Resolve(); err != nil {
-		return fmt.Errorf("campaign %s: %w", filepath.Base(*spec), err)
+		return fmt.Errorf("campaign %s: %w", filepath.Base(o.spec), err)
 	}
-	if *out == "" {
-		*out = filepath.Join("runs", "profile", c.Name)
+	if out == "" {
+		out = filepath.Join("runs", "profile", c.Name)
 	}
-	log, err := newLogger(stderr, *logFormat)
+	log, err := newLogger(stderr, o.logFormat)
 	if err != nil {
 		return err
 	}
+	if _, err := outdir.Prepare(out, outdir.Options{Kind: outdir.Campaign, Force: o.forceOut, ForceFlag: "--force-out",
+		Inputs: []string{o.spec, c.Workload.Script}}); err != nil {
+		return fmt.Errorf("profile run: %w", err)
+	}
 	if engine != "" {
-		return dispatchCampaign(ctx, engine, c, *out, df, *retryFailed, log, "sharebench profile run "+strings.Join(args, " "), stdout)
+		return dispatchCampaign(ctx, engine, c, out, o.df, o.retryFailed, log, command, stdout)
 	}
 	b := newBackend(c)
 	sampler, err := gpu.Open(ctx, c.Telemetry)
@@ -82,13 +112,13 @@ func profileRun(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		progress = stderr
 	}
 	sum, err := runner.Run(ctx, c, runner.RunOptions{
-		OutDir: *out, Backend: b, Sampler: sampler, Logger: log, Progress: progress, RetryFailed: *retryFailed,
-		Force: *force, Command: "sharebench profile run " + strings.Join(args, " "),
+		OutDir: out, Backend: b, Sampler: sampler, Logger: log, Progress: progress, RetryFailed: o.retryFailed,
+		Force: o.force, Command: command,
 	})
 	n := sum.Cells
 	fmt.Fprintf(stdout, "campaign %s: %d cells: %d ok, %d infeasible, %d predicted infeasible, %d failed, %d pending (%d run now, %d from the journal)\n",
 		c.Name, n.Total, n.OK, n.Infeasible, n.InfeasiblePredicted, n.Failed, n.Pending, sum.Ran, sum.Skipped)
-	fmt.Fprintf(stdout, "outputs in %s: %s, %s, %s, %s\n", *out, runner.ProfileFile, runner.CellsFile, runner.ManifestFile, runner.JournalFile)
+	fmt.Fprintf(stdout, "outputs in %s: %s, %s, %s, %s\n", out, runner.ProfileFile, runner.CellsFile, runner.ManifestFile, runner.JournalFile)
 	if err != nil {
 		if ctx.Err() != nil {
 			return fmt.Errorf("profile run: interrupted; completed cells are in the journal, rerun the same command to resume: %w", err)
@@ -98,39 +128,57 @@ func profileRun(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	return nil
 }
 
-// profileSelftest implements "sharebench profile selftest": a protocol round trip with
-// train.py --dry-run, then a 3-step real run, optionally followed by a harness-overhead
-// measurement.
-func profileSelftest(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("profile selftest", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	spec := fs.String("spec", "", "take workload settings from this campaign `file` (optional)")
-	backend := fs.String("backend", runner.BackendLocal, "local, container or fake")
-	python := fs.String("python", "", "workload interpreter (default $"+runner.EnvPython+", else python3)")
-	script := fs.String("script", "", "workload script (default workloads/train.py)")
-	device := fs.String("device", "", "cuda or cpu (default cuda)")
-	model := fs.String("model", "", "model (default resnet50; resnet18 with --device cpu)")
-	batch := fs.Int("batch", 0, "global batch (default 32; 8 with --device cpu)")
-	tiny := fs.Bool("tiny", false, "tiny model and inputs (implied by --device cpu)")
-	threads := fs.Int("threads", 0, "workload threads (default 2)")
-	telemetry := fs.String("telemetry", gpu.SourceNone, "auto, nvml, smi, none or fake")
-	out := fs.String("out", "", "output `dir` for the raw files (default: a temporary directory, removed)")
-	timeout := fs.Duration("timeout", 5*time.Minute, "time limit for the whole selftest")
-	overhead := fs.Int("overhead", 0, "also measure the harness overhead with this many steps per run (local backend)")
-	overheadRepeats := fs.Int("overhead-repeats", 3, "harness/direct run pairs for --overhead")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return err
+// selftestOpts are the flags of "sharebench profile selftest".
+type selftestOpts struct {
+	spec, backend, python, script, device, model, telemetry, out string
+	batch, threads, overhead, overheadRepeats                    int
+	tiny                                                         bool
+	timeout                                                      time.Duration
+}
+
+func newProfileSelftestCmd() *cobra.Command {
+	var o selftestOpts
+	cmd := &cobra.Command{
+		Use:   "selftest [--device cpu] [--backend local|container|fake] [flags]",
+		Short: "check the workload protocol and one short real run on this host",
+		Long: "Check the workload protocol with a train.py --dry-run round trip, then run a 3-step real\n" +
+			"workload; with --overhead, also measure the harness overhead against a direct run.",
+		Example: "  sharebench profile selftest --device cpu",
+		Args:    noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return o.run(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("profile selftest: unexpected argument %q", fs.Arg(0))
-	}
+	fs := cmd.Flags()
+	fs.StringVar(&o.spec, "spec", "", "take workload settings from this campaign `file` (optional)")
+	fs.StringVar(&o.backend, "backend", runner.BackendLocal, "local, container or fake")
+	fs.StringVar(&o.python, "python", "", "workload interpreter (default $"+runner.EnvPython+", else python3)")
+	fs.StringVar(&o.script, "script", "", "workload script (default workloads/train.py)")
+	fs.StringVar(&o.device, "device", "", "cuda or cpu (default cuda)")
+	fs.StringVar(&o.model, "model", "", "model (default resnet50; resnet18 with --device cpu)")
+	fs.IntVar(&o.batch, "batch", 0, "global batch (default 32; 8 with --device cpu)")
+	fs.BoolVar(&o.tiny, "tiny", false, "tiny model and inputs (implied by --device cpu)")
+	fs.IntVar(&o.threads, "threads", 0, "workload threads (default 2)")
+	fs.StringVar(&o.telemetry, "telemetry", gpu.SourceNone, "auto, nvml, smi, none or fake")
+	fs.StringVar(&o.out, "out", "", "output `dir` for the raw files (default: a temporary directory, removed)")
+	fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "time limit for the whole selftest")
+	fs.IntVar(&o.overhead, "overhead", 0, "also measure the harness overhead with this many steps per run (local backend)")
+	fs.IntVar(&o.overheadRepeats, "overhead-repeats", 3, "harness/direct run pairs for --overhead")
+	completeFiles(cmd, []string{"yaml", "yml", "json"}, "spec")
+	completeDirs(cmd, "out")
+	completeValues(cmd, "backend", runner.BackendLocal, runner.BackendContainer, runner.BackendFake)
+	completeValues(cmd, "device", "cuda", "cpu")
+	completeValues(cmd, "telemetry", "auto", "nvml", "smi", "none", "fake")
+	return cmd
+}
+
+// run implements "sharebench profile selftest": a protocol round trip with train.py
+// --dry-run, then a 3-step real run, optionally followed by a harness-overhead measurement.
+func (o *selftestOpts) run(ctx context.Context, stdout, stderr io.Writer) error {
 	var c *runner.Campaign
-	if *spec != "" {
+	if o.spec != "" {
 		var err error
-		if c, err = runner.LoadCampaign(*spec); err != nil {
+		if c, err = runner.LoadCampaign(o.spec); err != nil {
 			return err
 		}
 	} else {
@@ -138,42 +186,42 @@ func profileSelftest(ctx context.Context, args []string, stdout, stderr io.Write
 		d.Name, d.Models = "selftest", []runner.ModelSpec{{Name: "resnet50", Batches: []int{32}}}
 		c = &d
 	}
-	c.Backend = *backend
+	c.Backend = o.backend
 	c.ApplyEnv(os.Getenv)
-	if *python != "" {
-		c.Workload.Python = *python
+	if o.python != "" {
+		c.Workload.Python = o.python
 	}
-	if *script != "" {
-		c.Workload.Script = *script
+	if o.script != "" {
+		c.Workload.Script = o.script
 	}
-	if *device != "" {
-		c.Workload.Device = *device
+	if o.device != "" {
+		c.Workload.Device = o.device
 	}
 	cpu := c.Workload.Device == "cpu"
-	if *tiny || cpu {
+	if o.tiny || cpu {
 		c.Workload.Tiny = true
 	}
-	if *threads > 0 {
-		c.Workload.Threads = *threads
+	if o.threads > 0 {
+		c.Workload.Threads = o.threads
 	}
-	if *spec == "" {
+	if o.spec == "" {
 		m := &c.Models[0]
 		if cpu {
 			m.Name, m.Batches = "resnet18", []int{8}
 		}
-		if *model != "" {
-			m.Name = *model
+		if o.model != "" {
+			m.Name = o.model
 		}
-		if *batch > 0 {
-			m.Batches = []int{*batch}
+		if o.batch > 0 {
+			m.Batches = []int{o.batch}
 		}
 		m.MinSubBatch = 1
 	}
-	c.Telemetry = *telemetry
+	c.Telemetry = o.telemetry
 	if err := c.Resolve(); err != nil {
 		return fmt.Errorf("profile selftest: %w", err)
 	}
-	dir := *out
+	dir := o.out
 	if dir == "" {
 		tmp, err := os.MkdirTemp("", "sharebench-selftest-")
 		if err != nil {
@@ -187,7 +235,7 @@ func profileSelftest(ctx context.Context, args []string, stdout, stderr io.Write
 		return fmt.Errorf("profile selftest: telemetry: %w", err)
 	}
 	defer sampler.Close()
-	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
 	log, _ := newLogger(stderr, "text")
 	fmt.Fprintf(stdout, "selftest: backend %s, %s %s, device %s, telemetry %s\n", c.Backend, c.Workload.Python, c.Workload.Script, c.Workload.Device, sampler.Name())
@@ -202,11 +250,11 @@ func profileSelftest(ctx context.Context, args []string, stdout, stderr io.Write
 	if err != nil {
 		return fmt.Errorf("profile selftest: %w", err)
 	}
-	if *overhead > 0 {
+	if o.overhead > 0 {
 		if c.Backend != runner.BackendLocal {
 			return errors.New("profile selftest: --overhead needs --backend local")
 		}
-		rep, err := runner.MeasureOverhead(ctx, c, dir, *overhead, *overheadRepeats)
+		rep, err := runner.MeasureOverhead(ctx, c, dir, o.overhead, o.overheadRepeats)
 		if err != nil {
 			return fmt.Errorf("profile selftest: overhead: %w", err)
 		}

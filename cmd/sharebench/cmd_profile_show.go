@@ -2,12 +2,12 @@ package main
 
 import (
 	"bytes"
-	"context"
-	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
 	"strings"
+
+	"github.com/spf13/cobra"
 
 	"github.com/sharebench/sharebench/analysis"
 	"github.com/sharebench/sharebench/profile"
@@ -19,50 +19,66 @@ sharing mode and GPU count ("n/a" where the profile has no pair). With --plot-di
 write the ξ heat maps (xi-<mode>-<g>gpu) and the per-model step-time and memory vs
 sub-batch figures (subbatch-<model>).`
 
-// profileShow implements "sharebench profile show".
-func profileShow(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := analysisFlags("profile show", "profile show PROFILE.json [--format text|md|csv|latex] [--plot-dir DIR [--plot-format png|svg|pdf]]", profileShowAbout, stderr)
-	format := fs.String("format", "text", "table `format`: text, md, csv or latex")
-	plotDir := fs.String("plot-dir", "", "also write the profile's figures into `DIR` (created if needed)")
-	plotFormat := fs.String("plot-format", "png", "figure `format` for --plot-dir: png, svg or pdf")
-	pos, err := parseInterleaved(fs, args)
-	if err != nil {
-		return helpIsSuccess(err)
+// profileShowOpts are the flags of "sharebench profile show".
+type profileShowOpts struct {
+	format, plotDir, plotFormat string
+}
+
+func newProfileShowCmd() *cobra.Command {
+	var o profileShowOpts
+	cmd := &cobra.Command{
+		Use:     "show PROFILE.json [--format text|md|csv|latex] [--plot-dir DIR [--plot-format png|svg|pdf]]",
+		Short:   "print a profile as tables, or plot it",
+		Long:    profileShowAbout,
+		Example: "  sharebench profile show results/profiles/gavel-v100.json --format md",
+		Args:    exactArgs(1, "one PROFILE.json"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return o.run(args[0], cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
 	}
-	if len(pos) != 1 {
-		return fmt.Errorf("profile show: want one PROFILE.json, got %d arguments", len(pos))
-	}
-	f, err := analysis.ParseFormat(*format)
+	f := cmd.Flags()
+	f.StringVar(&o.format, "format", "text", "table `format`: text, md, csv or latex")
+	f.StringVar(&o.plotDir, "plot-dir", "", "also write the profile's figures into `DIR` (created if needed)")
+	f.StringVar(&o.plotFormat, "plot-format", "png", "figure `format` for --plot-dir: png, svg or pdf")
+	completeValues(cmd, "format", "text", "md", "csv", "latex")
+	completeValues(cmd, "plot-format", "png", "svg", "pdf")
+	completeDirs(cmd, "plot-dir")
+	return cmd
+}
+
+// run implements "sharebench profile show".
+func (o *profileShowOpts) run(path string, stdout, stderr io.Writer) error {
+	f, err := analysis.ParseFormat(o.format)
 	if err != nil {
 		return fmt.Errorf("profile show: %w", err)
 	}
-	pf := strings.ToLower(*plotFormat)
+	pf := strings.ToLower(o.plotFormat)
 	if pf != "png" && pf != "svg" && pf != "pdf" {
-		return fmt.Errorf("profile show: unknown --plot-format %q (known: png, svg, pdf)", *plotFormat)
+		return usagef("profile show: unknown --plot-format %q (known: png, svg, pdf)", o.plotFormat)
 	}
-	t, err := profile.LoadFile(pos[0])
+	t, err := profile.LoadFile(path)
 	if err != nil {
 		return fmt.Errorf("profile show: %w", err)
 	}
 	var buf bytes.Buffer
-	if err := analysis.RenderAll(&buf, f, analysis.ProfileTables(t, filepath.Base(pos[0]))...); err != nil {
+	if err := analysis.RenderAll(&buf, f, analysis.ProfileTables(t, filepath.Base(path))...); err != nil {
 		return fmt.Errorf("profile show: %w", err)
 	}
 	if _, err := stdout.Write(buf.Bytes()); err != nil {
 		return err
 	}
-	if *plotDir == "" {
+	if o.plotDir == "" {
 		return nil
 	}
 	figs, err := analysis.ProfileFigures(t)
 	if err != nil {
 		return fmt.Errorf("profile show: %w", err)
 	}
-	if err := ensureDir(*plotDir); err != nil {
+	if err := ensureDir(o.plotDir); err != nil {
 		return fmt.Errorf("profile show: %w", err)
 	}
 	for _, nf := range figs {
-		path := filepath.Join(*plotDir, nf.Name+"."+pf)
+		path := filepath.Join(o.plotDir, nf.Name+"."+pf)
 		if err := nf.Figure.Save(path); err != nil {
 			return fmt.Errorf("profile show: %w", err)
 		}
@@ -75,31 +91,39 @@ const profileDiffAbout = `Compare two profiles (two GPUs, or two measurement run
 common configuration and GPU count with the ratio B/A, ξ of every common pair with the
 difference B − A, and the configurations and pairs present in only one of them.`
 
+func newProfileDiffCmd() *cobra.Command {
+	var format string
+	cmd := &cobra.Command{
+		Use:     "diff A.json B.json [--format text|md|csv|latex]",
+		Short:   "compare two profiles (two GPUs, or two runs)",
+		Long:    profileDiffAbout,
+		Example: "  sharebench profile diff results/profiles/gavel-p100.json results/profiles/gavel-v100.json",
+		Args:    exactArgs(2, "two profiles, A.json and B.json"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return profileDiff(args[0], args[1], format, cmd.OutOrStdout())
+		},
+	}
+	cmd.Flags().StringVar(&format, "format", "text", "table `format`: text, md, csv or latex")
+	completeValues(cmd, "format", "text", "md", "csv", "latex")
+	return cmd
+}
+
 // profileDiff implements "sharebench profile diff".
-func profileDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := analysisFlags("profile diff", "profile diff A.json B.json [--format text|md|csv|latex]", profileDiffAbout, stderr)
-	format := fs.String("format", "text", "table `format`: text, md, csv or latex")
-	pos, err := parseInterleaved(fs, args)
-	if err != nil {
-		return helpIsSuccess(err)
-	}
-	if len(pos) != 2 {
-		return errors.New("profile diff: want two profiles, A.json and B.json")
-	}
-	f, err := analysis.ParseFormat(*format)
+func profileDiff(pathA, pathB, format string, stdout io.Writer) error {
+	f, err := analysis.ParseFormat(format)
 	if err != nil {
 		return fmt.Errorf("profile diff: %w", err)
 	}
-	a, err := profile.LoadFile(pos[0])
+	a, err := profile.LoadFile(pathA)
 	if err != nil {
 		return fmt.Errorf("profile diff: %w", err)
 	}
-	b, err := profile.LoadFile(pos[1])
+	b, err := profile.LoadFile(pathB)
 	if err != nil {
 		return fmt.Errorf("profile diff: %w", err)
 	}
 	var buf bytes.Buffer
-	if err := analysis.RenderAll(&buf, f, analysis.ProfileDiff(a, b, filepath.Base(pos[0]), filepath.Base(pos[1]))...); err != nil {
+	if err := analysis.RenderAll(&buf, f, analysis.ProfileDiff(a, b, filepath.Base(pathA), filepath.Base(pathB))...); err != nil {
 		return fmt.Errorf("profile diff: %w", err)
 	}
 	_, err = stdout.Write(buf.Bytes())

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -12,6 +11,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/sharebench/sharebench/runner"
 	"github.com/sharebench/sharebench/runner/gpu"
@@ -22,29 +23,39 @@ queued or running on a cluster engine (from dispatch.json, as of its last update
 by a local run that has not recorded it yet, or pending. The campaign is read from the
 directory (manifest.json, or the copy cluster tasks use) unless --spec names it.`
 
+func newProfileStatusCmd() *cobra.Command {
+	var format, spec string
+	cmd := &cobra.Command{
+		Use:     "status DIR [--format table|json] [--spec CAMPAIGN.yaml]",
+		Short:   "show the cells of a campaign directory: done, running, failed",
+		Long:    profileStatusAbout,
+		Example: "  sharebench profile status runs/campaign",
+		Args:    exactArgs(1, "one campaign directory"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return profileStatus(args[0], format, spec, cmd.OutOrStdout())
+		},
+	}
+	cmd.Flags().StringVar(&format, "format", "table", "output `format`: table or json")
+	cmd.Flags().StringVar(&spec, "spec", "", "campaign YAML `file` (default: the one recorded in DIR)")
+	completeValues(cmd, "format", "table", "json")
+	completeFiles(cmd, []string{"yaml", "yml", "json"}, "spec")
+	return cmd
+}
+
 // profileStatus implements "sharebench profile status DIR".
-func profileStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := analysisFlags("profile status", "profile status DIR [--format table|json] [--spec CAMPAIGN.yaml]", profileStatusAbout, stderr)
-	format := fs.String("format", "table", "output `format`: table or json")
-	spec := fs.String("spec", "", "campaign YAML `file` (default: the one recorded in DIR)")
-	pos, err := parseInterleaved(fs, args)
-	if err != nil {
-		return helpIsSuccess(err)
-	}
-	if len(pos) != 1 {
-		return fmt.Errorf("profile status: want one campaign directory, got %d arguments", len(pos))
-	}
+func profileStatus(dir, format, spec string, stdout io.Writer) error {
+	var err error
 	var c *runner.Campaign
-	if *spec != "" {
-		if c, err = runner.LoadCampaign(*spec); err != nil {
+	if spec != "" {
+		if c, err = runner.LoadCampaign(spec); err != nil {
 			return fmt.Errorf("profile status: %w", err)
 		}
 	}
-	rep, err := runner.CampaignStatus(pos[0], c)
+	rep, err := runner.CampaignStatus(dir, c)
 	if err != nil {
 		return fmt.Errorf("profile status: %w", err)
 	}
-	switch *format {
+	switch format {
 	case "json":
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -53,7 +64,7 @@ func profileStatus(ctx context.Context, args []string, stdout, stderr io.Writer)
 	case "table", "text":
 		return writeStatusTable(stdout, rep)
 	}
-	return fmt.Errorf("profile status: --format %q: want table or json", *format)
+	return usagef("profile status: --format %q: want table or json", format)
 }
 
 // writeStatusTable prints the report as a summary line and an aligned table.
@@ -98,50 +109,68 @@ format) on standard output. This is the unit of work of the Slurm and Kubernetes
 temporary directory that is removed. Per-cell failures are results (exit status 0); the
 exit status is 1 only when no result could be produced.`
 
-// profileCell implements "sharebench profile cell".
-func profileCell(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := analysisFlags("profile cell", "profile cell --campaign FILE --index I [--backend local|container|fake] [--out DIR] [flags]", profileCellAbout, stderr)
-	campaign := fs.String("campaign", "", "campaign YAML (or JSON) `file` (required)")
-	index := fs.String("index", "", "cell `index` in the campaign (required)")
-	indexMap := fs.String("index-map", "", "`file` of cell indices, one per line: --index then selects a line (0-based)")
-	backend := fs.String("backend", "", "local, container or fake (default: the campaign's backend)")
-	out := fs.String("out", "", "campaign `dir` for raw files and the journal (default: a temporary directory, removed)")
-	journal := fs.Bool("journal", true, "append the result to the journal in --out")
-	soloJournal := fs.String("solo-journal", "", "read solo results (reuse_solo) from this journal `file` instead of the one in --out")
-	gpus := fs.String("gpus", "", "comma-separated GPU indices or UUIDs to pin the cell to (default: the campaign's first GPU)")
-	python := fs.String("python", "", "workload interpreter (overrides workload.python and $"+runner.EnvPython+")")
-	telemetry := fs.String("telemetry", "", "auto, nvml, smi, none or fake (default: the campaign's)")
-	force := fs.Bool("force", false, "run a pair predicted not to fit in GPU memory")
-	logFormat := fs.String("log-format", "text", "log format on stderr: text or json")
-	pos, err := parseInterleaved(fs, args)
+// profileCellOpts are the flags of "sharebench profile cell".
+type profileCellOpts struct {
+	campaign, index, indexMap, backend, out, soloJournal, gpus, python, telemetry, logFormat string
+	journal, force                                                                           bool
+}
+
+func newProfileCellCmd() *cobra.Command {
+	var o profileCellOpts
+	cmd := &cobra.Command{
+		Use:   "cell --campaign FILE --index I [--backend local|container|fake] [--out DIR]",
+		Short: "run one cell of a campaign (used by Slurm and Kubernetes tasks)",
+		Long:  profileCellAbout,
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return o.run(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&o.campaign, "campaign", "", "campaign YAML (or JSON) `file` (required)")
+	fs.StringVar(&o.index, "index", "", "cell `index` in the campaign (required)")
+	fs.StringVar(&o.indexMap, "index-map", "", "`file` of cell indices, one per line: --index then selects a line (0-based)")
+	fs.StringVar(&o.backend, "backend", "", "local, container or fake (default: the campaign's backend)")
+	fs.StringVar(&o.out, "out", "", "campaign `dir` for raw files and the journal (default: a temporary directory, removed)")
+	fs.BoolVar(&o.journal, "journal", true, "append the result to the journal in --out")
+	fs.StringVar(&o.soloJournal, "solo-journal", "", "read solo results (reuse_solo) from this journal `file` instead of the one in --out")
+	fs.StringVar(&o.gpus, "gpus", "", "comma-separated GPU indices or UUIDs to pin the cell to (default: the campaign's first GPU)")
+	fs.StringVar(&o.python, "python", "", "workload interpreter (overrides workload.python and $"+runner.EnvPython+")")
+	fs.StringVar(&o.telemetry, "telemetry", "", "auto, nvml, smi, none or fake (default: the campaign's)")
+	fs.BoolVar(&o.force, "force", false, "run a pair predicted not to fit in GPU memory")
+	fs.StringVar(&o.logFormat, "log-format", "text", "log format on stderr: text or json")
+	required(cmd, "campaign", "index")
+	completeFiles(cmd, []string{"yaml", "yml", "json"}, "campaign")
+	completeDirs(cmd, "out")
+	completeValues(cmd, "backend", runner.BackendLocal, runner.BackendContainer, runner.BackendFake)
+	completeValues(cmd, "telemetry", "auto", "nvml", "smi", "none", "fake")
+	completeValues(cmd, "log-format", "text", "json")
+	return cmd
+}
+
+// run implements "sharebench profile cell".
+func (o *profileCellOpts) run(ctx context.Context, stdout, stderr io.Writer) error {
+	i, err := strconv.Atoi(strings.TrimSpace(o.index))
 	if err != nil {
-		return helpIsSuccess(err)
+		return usagef("profile cell: --index %q: not a number", o.index)
 	}
-	if len(pos) > 0 || *campaign == "" || *index == "" {
-		fs.Usage()
-		return errors.New("profile cell: --campaign and --index are required, and no positional arguments are accepted")
-	}
-	i, err := strconv.Atoi(strings.TrimSpace(*index))
-	if err != nil {
-		return fmt.Errorf("profile cell: --index %q: not a number", *index)
-	}
-	if *indexMap != "" {
-		if i, err = mappedIndex(*indexMap, i); err != nil {
+	if o.indexMap != "" {
+		if i, err = mappedIndex(o.indexMap, i); err != nil {
 			return fmt.Errorf("profile cell: %w", err)
 		}
 	}
-	c, err := loadCampaign(*campaign, *python, *backend, *telemetry)
+	c, err := loadCampaign(o.campaign, o.python, o.backend, o.telemetry)
 	if err != nil {
 		return err
 	}
 	if err := c.Resolve(); err != nil {
 		return fmt.Errorf("profile cell: %w", err)
 	}
-	log, err := newLogger(stderr, *logFormat)
+	log, err := newLogger(stderr, o.logFormat)
 	if err != nil {
 		return err
 	}
-	dir, save := *out, *journal
+	dir, save := o.out, o.journal
 	if dir == "" {
 		tmp, err := os.MkdirTemp("", "sharebench-cell-")
 		if err != nil {
@@ -151,7 +180,7 @@ func profileCell(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		dir, save = tmp, false
 	}
 	var pin []string
-	if s := strings.TrimSpace(*gpus); s != "" {
+	if s := strings.TrimSpace(o.gpus); s != "" {
 		pin = strings.Split(s, ",")
 	}
 	sampler, err := gpu.Open(ctx, c.Telemetry)
@@ -160,7 +189,7 @@ func profileCell(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	defer sampler.Close()
 	res, err := runner.RunTask(ctx, c, i, newBackend(c), runner.TaskOptions{
-		OutDir: dir, Journal: save, SoloJournal: *soloJournal, GPUs: pin, Sampler: sampler, Logger: log, Force: *force,
+		OutDir: dir, Journal: save, SoloJournal: o.soloJournal, GPUs: pin, Sampler: sampler, Logger: log, Force: o.force,
 	})
 	if err != nil {
 		return fmt.Errorf("profile cell: %w", err)

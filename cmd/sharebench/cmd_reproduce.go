@@ -10,35 +10,75 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
 	"github.com/sharebench/sharebench/bench"
+	"github.com/sharebench/sharebench/internal/outdir"
 )
 
-// cmdReproduce implements "sharebench reproduce": it expands the experiments of a label into
-// runs, executes them in parallel (each writing its own run directory), and aggregates the run
-// directories into tables and figures.
-func cmdReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("reproduce", "reproduce [--label paper|smoke] [--out DIR] [--jobs N] [--only E2,...] [--run ID|INDEX] [--figures-only] [--list]", stderr)
-	label := fs.String("label", bench.LabelPaper, "experiments to run: `paper` (the full reproduction) or smoke (seconds)")
-	out := fs.String("out", "", "output `directory` (default results/<label>)")
-	jobs := fs.Int("jobs", 0, "runs executed at once (0: GOMAXPROCS)")
-	only := fs.String("only", "", "comma-separated `experiments` to run and aggregate (E2 also selects E2-*)")
-	one := fs.String("run", "", "execute only the run with this `ID or index` of the plan (see --list) and write its directory; no aggregation")
-	figuresOnly := fs.Bool("figures-only", false, "re-render tables and figures from the existing run directories; run nothing")
-	list := fs.Bool("list", false, "print the plan (index and run ID, one per line) and exit")
-	timeout := fs.Duration("run-timeout", 0, "fail a run that takes longer than this `duration` (0: no limit)")
-	sw := addSweepFlags(fs)
-	if err := parseFlags(fs, args); err != nil {
-		return helpOK(err)
+const reproduceLong = `Run the paper's experiments (REPRODUCE.md): expand the experiments of a label into runs,
+execute them in parallel (each writing its own run directory below --out), and aggregate the
+run directories into tables (md, csv, LaTeX) and figures. "make reproduce" runs the paper label
+into results/paper; "make smoke" runs the smoke label and compares it with results/smoke.
+
+--out must be new, empty or a reproduction sharebench wrote (with the .sharebench marker, or
+the README.md reproduce writes); --force writes into another directory anyway. Reproduce
+replaces there only what it writes: the run directories of the plan, each experiment's tables/
+and figures/, profiles/, README.md, claims.* and failures.*. A directory holding an input
+(the module root, the data directory, a profile or trace of the plan) is never accepted.`
+
+// reproduceOpts are the flags of "sharebench reproduce".
+type reproduceOpts struct {
+	label, out, only, one    string
+	jobs                     int
+	figuresOnly, list, force bool
+	timeout                  time.Duration
+	sw                       *sweepFlags
+}
+
+func newReproduceCmd() *cobra.Command {
+	var o reproduceOpts
+	cmd := &cobra.Command{
+		Use:   "reproduce [--label paper|smoke] [--out DIR] [--jobs N] [--only E2,...] [--run ID|INDEX] [--figures-only] [--list]",
+		Short: "run the paper's experiments and write tables and figures",
+		Long:  reproduceLong,
+		Example: "  sharebench reproduce --label smoke --out /tmp/smoke\n" +
+			"  sharebench reproduce --only E2 --jobs 2\n" +
+			"  sharebench reproduce --list",
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return o.run(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
 	}
-	plan := bench.Plan(*label)
+	fs := cmd.Flags()
+	fs.StringVar(&o.label, "label", bench.LabelPaper, "`label` of the experiments to run: paper (the full reproduction) or smoke (seconds)")
+	fs.StringVar(&o.out, "out", "", "output `directory` (default results/<label>)")
+	fs.IntVar(&o.jobs, "jobs", 0, "runs executed at once (0: GOMAXPROCS)")
+	fs.StringVar(&o.only, "only", "", "comma-separated `experiments` to run and aggregate (E2 also selects E2-*)")
+	fs.StringVar(&o.one, "run", "", "execute only the run with this `ID or index` of the plan (see --list) and write its directory; no aggregation")
+	fs.BoolVar(&o.figuresOnly, "figures-only", false, "re-render tables and figures from the existing run directories; run nothing")
+	fs.BoolVar(&o.list, "list", false, "print the plan (index and run ID, one per line) and exit")
+	fs.BoolVar(&o.force, "force", false, "write into a non-empty --out that is not a sharebench reproduction")
+	fs.DurationVar(&o.timeout, "run-timeout", 0, "fail a run that takes longer than this `duration` (0: no limit)")
+	o.sw = addSweepFlags(fs)
+	completeValues(cmd, "label", bench.Labels()...)
+	completeValues(cmd, "backend", "local", "slurm")
+	completeDirs(cmd, "out", "slurm-dir")
+	return cmd
+}
+
+// run implements "sharebench reproduce": it expands the experiments of a label into runs,
+// executes them in parallel (each writing its own run directory), and aggregates the run
+// directories into tables and figures.
+func (o *reproduceOpts) run(ctx context.Context, stdout, stderr io.Writer) error {
+	plan := bench.Plan(o.label)
 	if len(plan) == 0 {
-		return fmt.Errorf("reproduce: unknown label %q (known: %s)", *label, strings.Join(bench.Labels(), ", "))
+		return usagef("reproduce: unknown label %q (known: %s)", o.label, strings.Join(bench.Labels(), ", "))
 	}
 	var sel []string
-	if *only != "" {
-		for _, s := range strings.Split(*only, ",") {
+	if o.only != "" {
+		for _, s := range strings.Split(o.only, ",") {
 			if s = strings.TrimSpace(s); s != "" {
 				sel = append(sel, s)
 			}
@@ -48,70 +88,77 @@ func cmdReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return fmt.Errorf("reproduce: %w", err)
 	}
-	if *list {
+	if o.list {
 		for _, r := range runs {
 			fmt.Fprintf(stdout, "%d\t%s\n", r.Index, r.ID)
 		}
 		return nil
 	}
-	if *out == "" {
-		*out = filepath.Join("results", *label)
+	if o.out == "" {
+		o.out = filepath.Join("results", o.label)
 	}
 	env, err := bench.FindEnv()
 	if err != nil {
 		return fmt.Errorf("reproduce: %w", err)
 	}
 	in := bench.NewInputs(env)
-	if *one != "" {
-		r, err := bench.Find(plan, *one)
+	dirOpts := outdir.Options{Kind: outdir.Reproduce, Inputs: reproduceInputs(env, plan), Force: o.force}
+	if o.one != "" {
+		r, err := bench.Find(plan, o.one)
 		if err != nil {
 			return fmt.Errorf("reproduce: %w", err)
 		}
+		if err := prepareRunOnly(o.out, r.Dir(o.out), dirOpts); err != nil {
+			return fmt.Errorf("reproduce: %w", err)
+		}
 		start := time.Now()
-		if err := r.RunWith(ctx, in, *out); err != nil {
+		if err := r.RunWith(ctx, in, o.out); err != nil {
 			return fmt.Errorf("reproduce: run %s: %w", r.ID, err)
 		}
 		fmt.Fprintf(stderr, "run %s done in %.1f s\n", r.ID, time.Since(start).Seconds())
-		fmt.Fprintf(stdout, "wrote %s\n", r.Dir(*out))
+		fmt.Fprintf(stdout, "wrote %s\n", r.Dir(o.out))
 		return nil
+	}
+	if _, err := outdir.Prepare(o.out, dirOpts); err != nil {
+		return fmt.Errorf("reproduce: %w", err)
 	}
 	whole := len(sel) == 0
 	var failed int
-	if !*figuresOnly {
+	if !o.figuresOnly {
 		if whole {
-			removed, err := bench.Prune(*out, plan)
+			removed, err := bench.Prune(o.out, plan)
 			for _, p := range removed {
-				fmt.Fprintf(stderr, "removed %s (not in the %s plan)\n", filepath.Join(*out, p), *label)
+				fmt.Fprintf(stderr, "removed %s (not in the %s plan)\n", filepath.Join(o.out, p), o.label)
 			}
 			if err != nil {
 				return fmt.Errorf("reproduce: %w", err)
 			}
 		}
-		outcomes, err := sw.sweep(ctx, in, runs, *out, *label, bench.SweepOptions{
-			Jobs: *jobs, RunTimeout: *timeout, Progress: stderr, Terminal: progressTerminal(stderr)})
+		outcomes, err := o.sw.sweep(ctx, in, runs, o.out, o.label, bench.SweepOptions{
+			Jobs: o.jobs, RunTimeout: o.timeout, Progress: stderr, Terminal: progressTerminal(stderr)})
 		if err != nil {
 			return fmt.Errorf("reproduce: %w", err)
 		}
-		for _, o := range outcomes {
-			if o.Err != nil {
+		for _, oc := range outcomes {
+			if oc.Err != nil {
 				failed++
 			}
 		}
 	}
 	start := time.Now()
-	failures, err := bench.Aggregate(env, *out, runs, bench.AggregateOptions{Label: *label, Whole: whole, ProfileJSON: *label != bench.LabelSmoke})
+	failures, err := bench.Aggregate(env, o.out, runs, bench.AggregateOptions{Label: o.label, Whole: whole, ProfileJSON: o.label != bench.LabelSmoke})
 	if err != nil {
 		return fmt.Errorf("reproduce: %w", err)
 	}
 	fmt.Fprintf(stderr, "tables and figures written in %.1f s\n", time.Since(start).Seconds())
-	fmt.Fprintf(stdout, "wrote %s: %d runs of %d experiments (label %s)\n", *out, len(runs), countExperiments(runs), *label)
+	fmt.Fprintf(stdout, "wrote %s: %d runs of %d experiments (label %s)\n", o.out, len(runs), countExperiments(runs), o.label)
 	if len(failures) > 0 {
 		for _, f := range failures {
 			fmt.Fprintf(stdout, "FAILED %s: %s\n", f.ID, f.Error)
 		}
 		where := ""
 		if whole {
-			where = " (listed in " + filepath.Join(*out, "failures.md") + ")"
+			where = " (listed in " + filepath.Join(o.out, "failures.md") + ")"
 		}
 		return fmt.Errorf("reproduce: %d of %d runs failed or have no output%s", len(failures), len(runs), where)
 	}
@@ -119,6 +166,46 @@ func cmdReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return errors.New("reproduce: some runs failed")
 	}
 	return nil
+}
+
+// reproduceInputs lists what a plan reads: the module root, the data directories, and every
+// trace, profile and model map the runs name. The output directory may contain none of them.
+func reproduceInputs(env bench.Env, plan []bench.RunSpec) []string {
+	inputs := []string{env.Root, env.Data, env.Fallback}
+	seen := map[string]bool{}
+	for _, r := range plan {
+		for _, name := range []string{r.Trace.File, r.Profile.File, r.Profile.ModelMap} {
+			if name == "" || seen[name] {
+				continue
+			}
+			seen[name] = true
+			if p, err := env.Path(name); err == nil {
+				inputs = append(inputs, p)
+			}
+		}
+	}
+	return inputs
+}
+
+// prepareRunOnly checks the output of "reproduce --run": the one run directory it replaces
+// must be new, empty or a run directory; the root, which a batch of such tasks shares, only
+// must not hold an input, and gets its marker when it is new.
+func prepareRunOnly(root, runDir string, opt outdir.Options) error {
+	rootOpt := opt
+	rootOpt.Force = true // the tasks write below a root their submitter has checked
+	st, err := outdir.Check(root, rootOpt)
+	if err != nil {
+		return err
+	}
+	runOpt := opt
+	runOpt.Kind = outdir.Run
+	if _, err := outdir.Check(runDir, runOpt); err != nil {
+		return err
+	}
+	if st == outdir.New {
+		_, err = outdir.Prepare(root, opt)
+	}
+	return err
 }
 
 // countExperiments counts the distinct experiments of runs.

@@ -3,112 +3,161 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"path/filepath"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/sharebench/sharebench/bench"
 	"github.com/sharebench/sharebench/cluster"
+	"github.com/sharebench/sharebench/internal/outdir"
 	"github.com/sharebench/sharebench/policy"
 	"github.com/sharebench/sharebench/profile"
 	"github.com/sharebench/sharebench/sim"
 	"github.com/sharebench/sharebench/trace"
 )
 
-// newFlags returns a FlagSet that reports errors instead of exiting and prints usage to stderr.
-func newFlags(name, synopsis string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: sharebench %s\n\nflags:\n", synopsis)
-		fs.PrintDefaults()
-	}
-	return fs
+const simulateLong = `Replay a job trace on a simulated cluster under one scheduling policy and write a run
+directory: summary.json, jobs.csv, util.csv and decisions.jsonl (docs/results-format.md).
+
+--out is replaced as a whole when it is a run directory sharebench wrote (it carries the
+.sharebench marker, or holds nothing but run files); a new or empty directory is created. Any
+other non-empty directory is refused unless --force, which writes the run's files into it and
+leaves everything else there alone. The directory holding --trace, --profile, --model-map or
+--cluster-spec is never accepted.`
+
+const simulateExample = `  sharebench simulate --trace data/traces/muri-philly/trace2.csv --cluster 8x8 --policy sjf-bsbf \
+    --profile results/profiles/gavel-v100.json --model-map bench/modelmaps/gavel.csv --out runs/trace2-bsbf`
+
+// simulateOpts are the flags of "sharebench simulate".
+type simulateOpts struct {
+	trace, format, shape, spec, policy, profile, modelMap, out, restart string
+	memGiB, interval, iterScale                                         float64
+	maxShare                                                            int
+	seed                                                                uint64
+	drop, noLog, force, everyEvent                                      bool
 }
 
-// parseFlags parses args; -h prints usage and returns errUsageShown wrapped as success.
-func parseFlags(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return errHelp
-		}
-		return errUsageShown
+func newSimulateCmd() *cobra.Command {
+	var o simulateOpts
+	cmd := &cobra.Command{
+		Use:     "simulate --trace FILE --cluster NODESxGPUS --policy SPEC [--profile FILE] --out DIR",
+		Short:   "replay a job trace on a simulated cluster under one policy",
+		Long:    simulateLong,
+		Example: simulateExample,
+		Args:    noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return o.run(cmd.Context(), cmd.OutOrStdout())
+		},
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("%s: unexpected argument %q", fs.Name(), fs.Arg(0))
+	f := cmd.Flags()
+	f.StringVar(&o.trace, "trace", "", "job trace `file` (required)")
+	f.StringVar(&o.format, "trace-format", "auto", "trace dialect: auto, canonical, muri, tiresias, philly")
+	f.StringVar(&o.shape, "cluster", "", "cluster as `NODESxGPUS`, e.g. 8x8")
+	f.StringVar(&o.spec, "cluster-spec", "", "the authors' cluster-spec CSV `file` (instead of --cluster)")
+	f.Float64Var(&o.memGiB, "gpu-mem-gib", 0, "GPU memory in `GiB` (default: the cluster spec's, else the profile GPU's, else 48)")
+	f.IntVar(&o.maxShare, "max-share", 2, "jobs allowed on one GPU at once (1 disables sharing)")
+	f.StringVar(&o.policy, "policy", "", "policy `spec`: a name from \"sharebench policies\", optionally with JSON arguments (required)")
+	f.StringVar(&o.profile, "profile", "", "interference profile `file` (without one, jobs use the trace's iteration times and never share)")
+	f.StringVar(&o.modelMap, "model-map", "", "model-map CSV `file` mapping trace models onto profile models")
+	f.Float64Var(&o.interval, "interval", 0, "schedule every `S` seconds (0: at every arrival and completion)")
+	f.Uint64Var(&o.seed, "seed", 1, "seed for trace mappings that draw at random (the Philly table)")
+	f.StringVar(&o.out, "out", "", "output run `directory` (required)")
+	f.BoolVar(&o.force, "force", false, "write into a non-empty --out that is not a sharebench run directory (its other files are kept)")
+	f.BoolVar(&o.drop, "drop-oversized", false, "drop jobs that ask for more GPUs than the cluster has")
+	f.StringVar(&o.restart, "restart-cost", "auto", "restart cost of a preempted job: auto (the profile's, else the lineage's table), profile, lineage, off, or `SECONDS`")
+	f.BoolVar(&o.noLog, "no-decisions", false, "do not write decisions.jsonl")
+	f.Float64Var(&o.iterScale, "iter-time-scale", 1, "multiply every step time by `X` (the Muri simulator uses 1.015)")
+	f.BoolVar(&o.everyEvent, "overhead-every-event", false, "lineage effect of the Muri simulator: every running job loses min(Δ, its lineage overhead) of progress at every event")
+	required(cmd, "trace", "policy", "out")
+	completeFiles(cmd, nil, "trace", "cluster-spec", "profile", "model-map")
+	completeDirs(cmd, "out")
+	completeValues(cmd, "trace-format", "auto", "canonical", "muri", "tiresias", "philly")
+	if err := cmd.RegisterFlagCompletionFunc("policy", completePolicies); err != nil {
+		panic(err)
 	}
-	return nil
+	return cmd
 }
 
-// errHelp means -h was given and usage was printed: the command succeeds.
-var errHelp = errors.New("help shown")
+// completePolicies offers the policy names and aliases.
+func completePolicies(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	r := policy.Builtin()
+	var names []cobra.Completion
+	for _, i := range r.Infos() {
+		names = append(names, cobra.CompletionWithDesc(i.Name, i.Brief))
+	}
+	for _, a := range r.Aliases() {
+		names = append(names, cobra.CompletionWithDesc(a[0], "= "+a[1]))
+	}
+	return names, cobra.ShellCompDirectiveNoFileComp
+}
 
-func cmdSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("simulate", "simulate --trace FILE --cluster 8x8 --policy NAME [--profile FILE] --out DIR", stderr)
-	tracePath := fs.String("trace", "", "job trace `file` (required)")
-	format := fs.String("trace-format", "auto", "trace dialect: auto, canonical, muri, tiresias, philly")
-	shapeFlag := fs.String("cluster", "", "cluster as `NODESxGPUS`, e.g. 8x8")
-	specFlag := fs.String("cluster-spec", "", "the authors' cluster-spec CSV `file` (instead of --cluster)")
-	memGiB := fs.Float64("gpu-mem-gib", 0, "GPU memory in GiB (default: the cluster spec's, else the profile GPU's, else 48)")
-	maxShare := fs.Int("max-share", 2, "jobs allowed on one GPU at once (1 disables sharing)")
-	pol := fs.String("policy", "", "policy `spec`: a name from \"sharebench policies\", optionally with JSON arguments")
-	profPath := fs.String("profile", "", "interference profile `file` (without one, jobs use the trace's iteration times and never share)")
-	mapPath := fs.String("model-map", "", "model-map CSV `file` mapping trace models onto profile models")
-	interval := fs.Float64("interval", 0, "schedule every `S` seconds (0: at every arrival and completion)")
-	seed := fs.Uint64("seed", 1, "seed for trace mappings that draw at random (the Philly table)")
-	out := fs.String("out", "", "output run `directory` (required)")
-	drop := fs.Bool("drop-oversized", false, "drop jobs that ask for more GPUs than the cluster has")
-	restart := fs.String("restart-cost", "auto", "restart cost of a preempted job: auto (the profile's, else the lineage's table), profile, lineage, off, or `SECONDS`")
-	noLog := fs.Bool("no-decisions", false, "do not write decisions.jsonl")
-	iterScale := fs.Float64("iter-time-scale", 1, "multiply every step time by `X` (the Muri simulator uses 1.015)")
-	everyEvent := fs.Bool("overhead-every-event", false, "lineage effect of the Muri simulator: every running job loses min(Δ, its lineage overhead) of progress at every event")
-	if err := parseFlags(fs, args); err != nil {
-		return helpOK(err)
+func (o *simulateOpts) run(ctx context.Context, stdout io.Writer) error {
+	st, err := outdir.Check(o.out, outdir.Options{Kind: outdir.Run, Force: o.force,
+		Inputs: []string{o.trace, o.profile, o.modelMap, o.spec}})
+	if err != nil {
+		return fmt.Errorf("simulate: %w", err)
 	}
-	if *tracePath == "" || *out == "" || *pol == "" {
-		fs.Usage()
-		return errors.New("simulate: --trace, --policy and --out are required")
+	if math.IsNaN(o.interval) || o.interval < 0 {
+		return usagef("simulate: --interval must be ≥ 0")
 	}
-	if math.IsNaN(*interval) || *interval < 0 {
-		return fmt.Errorf("simulate: --interval must be ≥ 0")
-	}
-	f, err := trace.ParseFormat(*format)
+	f, err := trace.ParseFormat(o.format)
 	if err != nil {
 		return err
 	}
-	restartCost, err := sim.ParseRestartCost(*restart)
+	restartCost, err := sim.ParseRestartCost(o.restart)
 	if err != nil {
 		return fmt.Errorf("simulate: --restart-cost: %w", err)
 	}
 	var prof *profile.Table
-	if *profPath != "" {
-		if prof, err = profile.LoadFile(*profPath); err != nil {
+	if o.profile != "" {
+		if prof, err = profile.LoadFile(o.profile); err != nil {
 			return err
 		}
 	}
-	shape, err := resolveShape(*shapeFlag, *specFlag, *memGiB, *maxShare, prof)
+	shape, err := resolveShape(o.shape, o.spec, o.memGiB, o.maxShare, prof)
 	if err != nil {
 		return err
 	}
 	var mm *profile.ModelMap
-	if *mapPath != "" {
-		if mm, err = profile.LoadModelMapFile(*mapPath); err != nil {
+	if o.modelMap != "" {
+		if mm, err = profile.LoadModelMapFile(o.modelMap); err != nil {
 			return err
 		}
 	}
-	jobs, err := trace.ReadFile(*tracePath, f, trace.Options{Seed: *seed})
+	jobs, err := trace.ReadFile(o.trace, f, trace.Options{Seed: o.seed})
 	if err != nil {
 		return err
 	}
-	spec := bench.SimSpec{Jobs: jobs, TraceName: filepath.Base(*tracePath), Shape: shape, Policy: *pol,
-		Profile: prof, ProfileName: *profPath, ModelMap: mm, Interval: time.Duration(math.Round(*interval * 1e9)),
-		DropOversized: *drop, Restart: restartCost, Seed: *seed, IterScale: *iterScale, OverheadEveryEvent: *everyEvent}
-	res, err := bench.Simulate(ctx, spec, *out, !*noLog)
+	spec := bench.SimSpec{Jobs: jobs, TraceName: filepath.Base(o.trace), Shape: shape, Policy: o.policy,
+		Profile: prof, ProfileName: o.profile, ModelMap: mm, Interval: time.Duration(math.Round(o.interval * 1e9)),
+		DropOversized: o.drop, Restart: restartCost, Seed: o.seed, IterScale: o.iterScale, OverheadEveryEvent: o.everyEvent}
+	// A run directory of ours is replaced as a whole; into a forced foreign directory the run's
+	// files are moved one by one, so that nothing else there is lost.
+	dest := o.out
+	if st == outdir.Foreign {
+		tmp, err := os.MkdirTemp(o.out, ".sharebench-run.tmp-")
+		if err != nil {
+			return fmt.Errorf("simulate: %w", err)
+		}
+		defer os.RemoveAll(tmp)
+		dest = filepath.Join(tmp, "run")
+	}
+	res, err := bench.Simulate(ctx, spec, dest, !o.noLog)
 	if err != nil {
 		return err
+	}
+	if st == outdir.Foreign {
+		err = outdir.MoveInto(dest, o.out)
+	} else {
+		err = outdir.WriteMarker(o.out, outdir.Run)
+	}
+	if err != nil {
+		return fmt.Errorf("simulate: %w", err)
 	}
 	s := res.Summary
 	fmt.Fprintf(stdout, "%s on %s (%d jobs, %s, %d GPUs): avg JCT %.1f s, p99 %.1f s, makespan %.1f s, GPU util %.1f%%, %d shared, %d preemptions\n",
@@ -116,16 +165,8 @@ func cmdSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	for _, n := range s.Notes {
 		fmt.Fprintf(stdout, "note: %s\n", n)
 	}
-	fmt.Fprintf(stdout, "wrote %s\n", *out)
+	fmt.Fprintf(stdout, "wrote %s\n", o.out)
 	return nil
-}
-
-// helpOK turns the -h outcome into success.
-func helpOK(err error) error {
-	if errors.Is(err, errHelp) {
-		return nil
-	}
-	return err
 }
 
 // resolveShape builds the cluster shape from --cluster or --cluster-spec and the memory flags.
@@ -160,11 +201,22 @@ func resolveShape(shapeFlag, specFlag string, memGiB float64, maxShare int, prof
 	return shape, shape.Validate()
 }
 
-func cmdPolicies(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("policies", "policies", stderr)
-	if err := parseFlags(fs, args); err != nil {
-		return helpOK(err)
+func newPoliciesCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "policies",
+		Short: "list the scheduling policies and their aliases",
+		Long: `List the scheduling policies of the simulator with the code each follows, their default
+arguments, and the aliases under which the SJF-BSBF authors name them. A policy spec is a
+name, optionally followed by JSON arguments: sjf-bsbf{"preempt":false}.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			writePolicies(cmd.OutOrStdout())
+			return nil
+		},
 	}
+}
+
+func writePolicies(stdout io.Writer) {
 	r := policy.Builtin()
 	fmt.Fprintln(stdout, "Policies (spec: NAME or NAME{JSON arguments}):")
 	for _, i := range r.Infos() {
@@ -178,5 +230,4 @@ func cmdPolicies(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	for _, a := range r.Aliases() {
 		fmt.Fprintf(stdout, "  %-26s = %s\n", a[0], a[1])
 	}
-	return nil
 }

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"hash/fnv"
 	"io"
@@ -17,6 +15,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/sharebench/sharebench/profile"
 	"github.com/sharebench/sharebench/trace"
 )
@@ -28,62 +28,10 @@ const traceDataEnv = "SHAREBENCH_DATA"
 // tracePhillyRel is the Philly job table's path below the shared data directory.
 const tracePhillyRel = "traces/pollux-philly-jobs/philly.csv"
 
-// cmdTrace dispatches "sharebench trace <verb>".
-func cmdTrace(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	verbs := []command{
-		{"convert", "read a trace in any known format and write it as canonical CSV", traceConvert},
-		{"validate", "read a trace, report errors and a summary (GPU demand, arrivals, load)", traceValidate},
-		{"gen", "generate a trace with Poisson arrivals at a given load from the Philly job table", traceGen},
-	}
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprintln(stdout, "usage: sharebench trace <verb> [flags]")
-		fmt.Fprintln(stdout)
-		for _, v := range verbs {
-			fmt.Fprintf(stdout, "  %-9s %s\n", v.name, v.brief)
-		}
-		fmt.Fprintln(stdout)
-		fmt.Fprintln(stdout, "Formats: canonical, muri, tiresias, philly (see docs/trace-formats.md).")
-		if len(args) == 0 {
-			return fmt.Errorf("trace: no verb given")
-		}
-		return nil
-	}
-	for _, v := range verbs {
-		if v.name == args[0] {
-			return v.run(ctx, args[1:], stdout, stderr)
-		}
-	}
-	return fmt.Errorf("trace: unknown verb %q (run \"sharebench trace help\")", args[0])
-}
-
-// errTraceHelp reports that -h printed the usage; the verb then succeeds.
-var errTraceHelp = errors.New("help shown")
-
-// traceFlags returns the FlagSet of one trace verb: errors are returned, not fatal, and the
-// usage text goes to stderr.
-func traceFlags(verb, synopsis, about string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet("trace "+verb, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: sharebench trace %s %s\n\n%s\n\nflags:\n", verb, synopsis, about)
-		fs.PrintDefaults()
-	}
-	return fs
-}
-
-// traceParse parses args into fs. It returns errTraceHelp after -h, and errUsageShown (the
-// flag package has printed the problem and the usage) on a bad flag.
-func traceParse(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return errTraceHelp
-		}
-		return fmt.Errorf("%s: %w", fs.Name(), errUsageShown)
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("%s: unexpected argument %q", fs.Name(), fs.Arg(0))
-	}
-	return nil
+func newTraceCmd() *cobra.Command {
+	return newGroup("trace", "convert, validate or generate job traces",
+		"Convert, validate or generate job traces. Formats: canonical, muri, tiresias, philly\n(docs/trace-formats.md).",
+		newTraceConvertCmd(), newTraceValidateCmd(), newTraceGenCmd())
 }
 
 // traceReadFlags are the flags shared by the verbs that read a trace.
@@ -93,14 +41,19 @@ type traceReadFlags struct {
 	skipInvalid *bool
 }
 
-// addTraceReadFlags defines --in, --format, --seed and --skip-invalid on fs.
-func addTraceReadFlags(fs *flag.FlagSet) traceReadFlags {
-	return traceReadFlags{
+// addTraceReadFlags defines --in, --format, --seed and --skip-invalid on cmd.
+func addTraceReadFlags(cmd *cobra.Command) traceReadFlags {
+	fs := cmd.Flags()
+	f := traceReadFlags{
 		in:          fs.String("in", "", "input trace `file` (required)"),
 		format:      fs.String("format", "auto", "input format: auto (by header), canonical, muri, tiresias, philly"),
 		seed:        fs.Uint64("seed", 0, "seed of the Philly table's model mapping"),
 		skipInvalid: fs.Bool("skip-invalid", false, "skip Philly rows with a non-positive duration or GPU count instead of failing"),
 	}
+	required(cmd, "in")
+	completeFiles(cmd, nil, "in")
+	completeValues(cmd, "format", "auto", "canonical", "muri", "tiresias", "philly")
+	return f
 }
 
 // read reads the trace named by the flags. It returns the jobs in (Submit, ID) order, the
@@ -130,19 +83,34 @@ func (f traceReadFlags) read(verb string) ([]trace.Job, trace.Format, int, error
 	return jobs, r.Format(), r.Skipped(), nil
 }
 
-// traceConvert implements "sharebench trace convert".
-func traceConvert(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := traceFlags("convert", "--in FILE [--format auto] [--seed N] --out FILE",
-		"Reads a trace and writes it as canonical CSV (job_id,submit_s,num_gpu,model,batch_size,\n"+
-			"iterations[,iteration_time_s]), sorted by submit time and job id. The output file is\n"+
-			"replaced atomically; --out - writes to standard output.", stderr)
-	rf := addTraceReadFlags(fs)
-	out := fs.String("out", "", "output `file`, or - for standard output (required)")
-	if err := traceParse(fs, args); err != nil {
-		return traceHelpOK(err)
+func newTraceConvertCmd() *cobra.Command {
+	var rf traceReadFlags
+	var out *string
+	cmd := &cobra.Command{
+		Use:   "convert --in FILE [--format auto] [--seed N] --out FILE",
+		Short: "read a trace in any known format and write it as canonical CSV",
+		Long: "Read a trace and write it as canonical CSV (job_id,submit_s,num_gpu,model,batch_size,\n" +
+			"iterations[,iteration_time_s]), sorted by submit time and job id. The output file is\n" +
+			"replaced atomically; --out - writes to standard output.",
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return traceConvert(cmd.Context(), rf, *out, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
 	}
-	if *out == "" {
-		return fmt.Errorf("trace convert: --out is required")
+	rf = addTraceReadFlags(cmd)
+	out = cmd.Flags().String("out", "", "output `file`, or - for standard output (required)")
+	required(cmd, "out")
+	completeFiles(cmd, nil, "out")
+	return cmd
+}
+
+// traceConvert implements "sharebench trace convert".
+func traceConvert(ctx context.Context, rf traceReadFlags, out string, stdout, stderr io.Writer) error {
+	if out == "" {
+		return usagef("trace convert: --out is required")
+	}
+	if sameFile(out, *rf.in) {
+		return usagef("trace convert: --out %s is the input; write the canonical trace to another file", out)
 	}
 	jobs, _, skipped, err := rf.read("convert")
 	if err != nil {
@@ -152,33 +120,43 @@ func traceConvert(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return fmt.Errorf("trace convert: %w", err)
 	}
 	msg := stdout
-	if *out == "-" {
+	if out == "-" {
 		msg = stderr // keep standard output for the trace
 	}
-	if err := traceWriteFile(*out, jobs, stdout); err != nil {
+	if err := traceWriteFile(out, jobs, stdout); err != nil {
 		return fmt.Errorf("trace convert: %w", err)
 	}
 	if skipped > 0 {
 		fmt.Fprintf(msg, "skipped %d invalid rows\n", skipped)
 	}
-	fmt.Fprintf(msg, "wrote %d jobs to %s\n", len(jobs), *out)
+	fmt.Fprintf(msg, "wrote %d jobs to %s\n", len(jobs), out)
 	return nil
 }
 
-// traceValidate implements "sharebench trace validate".
-func traceValidate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := traceFlags("validate", "--in FILE [--format auto] [--cluster NODESxGPUS]",
-		"Reads a trace and reports the job count, the GPU-demand histogram, the models, the arrival\n"+
-			"span, the total GPU-hours and, with --cluster, the offered load on that cluster. Any\n"+
-			"malformed row, or with --cluster any job larger than the cluster, is an error.", stderr)
-	rf := addTraceReadFlags(fs)
-	clusterFlag := fs.String("cluster", "", "cluster as `NODESxGPUS`, e.g. 4x8, for the offered load and the size check")
-	if err := traceParse(fs, args); err != nil {
-		return traceHelpOK(err)
+func newTraceValidateCmd() *cobra.Command {
+	var rf traceReadFlags
+	var clusterFlag *string
+	cmd := &cobra.Command{
+		Use:   "validate --in FILE [--format auto] [--cluster NODESxGPUS]",
+		Short: "read a trace, report errors and a summary (GPU demand, arrivals, load)",
+		Long: "Read a trace and report the job count, the GPU-demand histogram, the models, the arrival\n" +
+			"span, the total GPU-hours and, with --cluster, the offered load on that cluster. Any\n" +
+			"malformed row, or with --cluster any job larger than the cluster, is an error.",
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return traceValidate(cmd.Context(), rf, *clusterFlag, cmd.OutOrStdout())
+		},
 	}
+	rf = addTraceReadFlags(cmd)
+	clusterFlag = cmd.Flags().String("cluster", "", "cluster as `NODESxGPUS`, e.g. 4x8, for the offered load and the size check")
+	return cmd
+}
+
+// traceValidate implements "sharebench trace validate".
+func traceValidate(ctx context.Context, rf traceReadFlags, clusterFlag string, stdout io.Writer) error {
 	clusterGPUs := 0
-	if *clusterFlag != "" {
-		nodes, perNode, err := traceParseCluster(*clusterFlag)
+	if clusterFlag != "" {
+		nodes, perNode, err := traceParseCluster(clusterFlag)
 		if err != nil {
 			return fmt.Errorf("trace validate: %w", err)
 		}
@@ -205,10 +183,10 @@ func traceValidate(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if clusterGPUs > 0 {
 		switch {
 		case s.last == s.first:
-			fmt.Fprintf(tw, "load\tn/a on %s: all jobs arrive at once\n", *clusterFlag)
+			fmt.Fprintf(tw, "load\tn/a on %s: all jobs arrive at once\n", clusterFlag)
 		default:
 			load := s.gpuSeconds / (float64(clusterGPUs) * (s.last - s.first).Seconds())
-			fmt.Fprintf(tw, "load\t%.4f on %s (%d GPUs): GPU-seconds ÷ (GPUs × arrival span)\n", load, *clusterFlag, clusterGPUs)
+			fmt.Fprintf(tw, "load\t%.4f on %s (%d GPUs): GPU-seconds ÷ (GPUs × arrival span)\n", load, clusterFlag, clusterGPUs)
 		}
 	}
 	if err := tw.Flush(); err != nil {
@@ -225,7 +203,7 @@ func traceValidate(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	if clusterGPUs > 0 {
 		if _, _, err := trace.DropOversized(jobs, *rf.in, clusterGPUs, false); err != nil {
-			return fmt.Errorf("trace validate: on %s: %w", *clusterFlag, err)
+			return fmt.Errorf("trace validate: on %s: %w", clusterFlag, err)
 		}
 	}
 	return nil
@@ -271,46 +249,69 @@ func traceSeconds(d time.Duration) string {
 	return strconv.FormatFloat(d.Round(time.Millisecond).Seconds(), 'f', -1, 64) + "s"
 }
 
+// traceGenOpts are the flags of "sharebench trace gen".
+type traceGenOpts struct {
+	jobs                                  int
+	load                                  float64
+	cluster, philly, models, profile, out string
+	seed                                  uint64
+	skipInvalid                           bool
+}
+
+func newTraceGenCmd() *cobra.Command {
+	var o traceGenOpts
+	cmd := &cobra.Command{
+		Use:   "gen --jobs N --load L --cluster NODESxGPUS [--seed N] [--philly FILE] [--models m1,m2,...] [--profile FILE] --out FILE",
+		Short: "generate a trace with Poisson arrivals at a given load from the Philly job table",
+		Long: "Generate a canonical trace: Poisson arrivals at the offered load L on the cluster\n" +
+			"(load = Σ GPUs × duration ÷ (cluster GPUs × arrival span)), with (GPUs, duration) pairs\n" +
+			"drawn from the rows of the Philly job table that fit the cluster and models drawn with\n" +
+			"equal weights. Without --philly, the table is $" + traceDataEnv + "/" + tracePhillyRel + ", else data/" + tracePhillyRel + ".\n" +
+			"Iteration times come from the built-in table of the authors' eight models or, with\n" +
+			"--profile, from the profile: each model's 1-GPU step time at its default batch.",
+		Example: "  sharebench trace gen --jobs 1000 --load 0.8 --cluster 8x8 --seed 1 \\\n" +
+			"    --philly data/" + tracePhillyRel + " --out synthetic.csv",
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return traceGen(cmd.Context(), o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&o.jobs, "jobs", 0, "number of jobs to generate (required)")
+	f.Float64Var(&o.load, "load", 0, "target offered load on the cluster, e.g. 0.9 (required)")
+	f.StringVar(&o.cluster, "cluster", "", "cluster as `NODESxGPUS`, e.g. 8x8 (required)")
+	f.Uint64Var(&o.seed, "seed", 0, "random seed; equal flags and seed give identical traces")
+	f.StringVar(&o.philly, "philly", "", "Philly job table `file` (default: $"+traceDataEnv+"/"+tracePhillyRel+", else data/"+tracePhillyRel+")")
+	f.StringVar(&o.models, "models", "", "comma-separated models to draw from (default: all of the built-in table or of the profile)")
+	f.StringVar(&o.profile, "profile", "", "profile `file` giving the models, their default batches and step times")
+	f.BoolVar(&o.skipInvalid, "skip-invalid", false, "skip Philly rows with a non-positive duration or GPU count instead of failing")
+	f.StringVar(&o.out, "out", "", "output `file`, or - for standard output (required)")
+	required(cmd, "jobs", "load", "cluster", "out")
+	completeFiles(cmd, nil, "philly", "profile", "out")
+	return cmd
+}
+
 // traceGen implements "sharebench trace gen".
-func traceGen(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := traceFlags("gen", "--jobs N --load L --cluster NODESxGPUS [--seed N] [--philly FILE] [--models m1,m2,...] [--profile FILE] --out FILE",
-		"Generates a canonical trace: Poisson arrivals at the offered load L on the cluster\n"+
-			"(load = Σ GPUs × duration ÷ (cluster GPUs × arrival span)), with (GPUs, duration) pairs\n"+
-			"drawn from the rows of the Philly job table that fit the cluster and models drawn with\n"+
-			"equal weights. Without --philly, the table is $"+traceDataEnv+"/"+tracePhillyRel+", else data/"+tracePhillyRel+".\n"+
-			"Iteration times come from the built-in table of the authors' eight models or, with\n"+
-			"--profile, from the profile: each model's 1-GPU step time at its default batch.", stderr)
-	jobs := fs.Int("jobs", 0, "number of jobs to generate (required)")
-	load := fs.Float64("load", 0, "target offered load on the cluster, e.g. 0.9 (required)")
-	clusterFlag := fs.String("cluster", "", "cluster as `NODESxGPUS`, e.g. 8x8 (required)")
-	seed := fs.Uint64("seed", 0, "random seed; equal flags and seed give identical traces")
-	phillyPath := fs.String("philly", "", "Philly job table `file` (default: $"+traceDataEnv+"/"+tracePhillyRel+", else data/"+tracePhillyRel+")")
-	modelList := fs.String("models", "", "comma-separated models to draw from (default: all of the built-in table or of the profile)")
-	profPath := fs.String("profile", "", "profile `file` giving the models, their default batches and step times")
-	skipInvalid := fs.Bool("skip-invalid", false, "skip Philly rows with a non-positive duration or GPU count instead of failing")
-	out := fs.String("out", "", "output `file`, or - for standard output (required)")
-	if err := traceParse(fs, args); err != nil {
-		return traceHelpOK(err)
-	}
+func traceGen(ctx context.Context, o traceGenOpts, stdout, stderr io.Writer) error {
 	switch {
-	case *jobs <= 0:
-		return fmt.Errorf("trace gen: --jobs must be a positive number")
-	case !(*load > 0):
-		return fmt.Errorf("trace gen: --load must be a positive number")
-	case *clusterFlag == "":
-		return fmt.Errorf("trace gen: --cluster is required")
-	case *out == "":
-		return fmt.Errorf("trace gen: --out is required")
+	case o.jobs <= 0:
+		return usagef("trace gen: --jobs must be a positive number")
+	case !(o.load > 0):
+		return usagef("trace gen: --load must be a positive number")
+	case o.cluster == "":
+		return usagef("trace gen: --cluster is required")
+	case o.out == "":
+		return usagef("trace gen: --out is required")
 	}
-	nodes, perNode, err := traceParseCluster(*clusterFlag)
+	nodes, perNode, err := traceParseCluster(o.cluster)
 	if err != nil {
 		return fmt.Errorf("trace gen: %w", err)
 	}
-	models, notes, err := traceGenModels(*modelList, *profPath)
+	models, notes, err := traceGenModels(o.models, o.profile)
 	if err != nil {
 		return fmt.Errorf("trace gen: %w", err)
 	}
-	path, err := tracePhillyFile(*phillyPath)
+	path, err := tracePhillyFile(o.philly)
 	if err != nil {
 		return fmt.Errorf("trace gen: %w", err)
 	}
@@ -318,7 +319,7 @@ func traceGen(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return fmt.Errorf("trace gen: %w", err)
 	}
-	pool, skipped, err := trace.ReadPhillyPool(fh, path, trace.Options{SkipInvalid: *skipInvalid})
+	pool, skipped, err := trace.ReadPhillyPool(fh, path, trace.Options{SkipInvalid: o.skipInvalid})
 	fh.Close()
 	if err != nil {
 		return fmt.Errorf("trace gen: %w", err)
@@ -327,18 +328,18 @@ func traceGen(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("trace gen: %w", err)
 	}
 	gpus := nodes * perNode
-	rng := rand.New(rand.NewPCG(*seed, traceStream("trace gen")))
+	rng := rand.New(rand.NewPCG(o.seed, traceStream("trace gen")))
 	generated, err := trace.Generate(trace.GenConfig{
-		Jobs: *jobs, Load: *load, GPUs: gpus, Pool: pool, Models: models,
+		Jobs: o.jobs, Load: o.load, GPUs: gpus, Pool: pool, Models: models,
 	}, rng)
 	if err != nil {
 		return err
 	}
 	msg := stdout
-	if *out == "-" {
+	if o.out == "-" {
 		msg = stderr
 	}
-	if err := traceWriteFile(*out, generated, stdout); err != nil {
+	if err := traceWriteFile(o.out, generated, stdout); err != nil {
 		return fmt.Errorf("trace gen: %w", err)
 	}
 	s := traceSummarize(generated)
@@ -348,10 +349,10 @@ func traceGen(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if skipped > 0 {
 		fmt.Fprintf(msg, "skipped %d invalid rows of %s\n", skipped, path)
 	}
-	fmt.Fprintf(msg, "wrote %d jobs to %s\n", len(generated), *out)
+	fmt.Fprintf(msg, "wrote %d jobs to %s\n", len(generated), o.out)
 	if span := (s.last - s.first).Seconds(); span > 0 {
 		fmt.Fprintf(msg, "offered load %.4f on %s (target %v), arrival span %s\n",
-			s.gpuSeconds/(float64(gpus)*span), *clusterFlag, *load, traceSeconds(s.last-s.first))
+			s.gpuSeconds/(float64(gpus)*span), o.cluster, o.load, traceSeconds(s.last-s.first))
 	}
 	return nil
 }
@@ -428,6 +429,16 @@ func tracePhillyFile(flagPath string) (string, error) {
 	return "", fmt.Errorf("no Philly job table: pass --philly FILE, or set %s to the data directory holding %s", traceDataEnv, tracePhillyRel)
 }
 
+// sameFile reports whether the paths name one existing file.
+func sameFile(a, b string) bool {
+	sa, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	sb, err := os.Stat(b)
+	return err == nil && os.SameFile(sa, sb)
+}
+
 func traceExists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
@@ -489,12 +500,4 @@ func traceWriteFile(path string, jobs []trace.Job, stdout io.Writer) error {
 		return err
 	}
 	return nil
-}
-
-// traceHelpOK turns the outcome of -h into success and passes other errors on.
-func traceHelpOK(err error) error {
-	if errors.Is(err, errTraceHelp) {
-		return nil
-	}
-	return err
 }

@@ -56,11 +56,11 @@ func TestHelpAndUnknown(t *testing.T) {
 	if err != nil || !strings.Contains(out, "simulate") || !strings.Contains(out, "reproduce") {
 		t.Errorf("help: %v\n%s", err, out)
 	}
-	if _, _, err := cli(t, "frobnicate"); err == nil || !strings.Contains(err.Error(), `unknown subcommand "frobnicate"`) {
-		t.Errorf("unknown subcommand: %v", err)
+	if _, _, err := cli(t, "frobnicate"); err == nil || err.Error() != `unknown command "frobnicate" for "sharebench"; see 'sharebench --help'` {
+		t.Errorf("unknown command: %v", err)
 	}
 	if _, _, err := cli(t); err == nil {
-		t.Error("no subcommand: no error")
+		t.Error("no command: no error")
 	}
 	if _, _, err := cli(t, "simulate", "-h"); err != nil {
 		t.Errorf("simulate -h: %v", err)
@@ -173,5 +173,17 @@ func TestTraceConvertRoundTrip(t *testing.T) {
 	b, _ := os.ReadFile(out2)
 	if !bytes.Equal(a, b) {
 		t.Errorf("convert is not idempotent:\n%s\n%s", a, b)
+	}
+}
+
+func TestConvertRefusesItsInput(t *testing.T) {
+	_, _, tr := fixture(t, smallTrace)
+	before, _ := os.ReadFile(tr)
+	_, _, err := cli(t, "trace", "convert", "--in", tr, "--out", tr)
+	if err == nil || !strings.Contains(err.Error(), "is the input") {
+		t.Errorf("err = %v", err)
+	}
+	if after, _ := os.ReadFile(tr); !bytes.Equal(before, after) {
+		t.Error("the input was rewritten")
 	}
 }
