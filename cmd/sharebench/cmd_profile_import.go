@@ -26,10 +26,11 @@ Sources (--from):
 
 // profileImportOpts are the flags of "sharebench profile import".
 type profileImportOpts struct {
-	from, gpu, out, soloFrom, ratio, itertime, exportDir string
-	memGiB                                               float64
-	relative                                             bool
-	maxAccum                                             int
+	from, gpu, out, soloFrom, ratio, itertime, exportDir, exportMap string
+	memGiB                                                          float64
+	relative                                                        bool
+	maxAccum                                                        int
+	exportGPUs                                                      []int
 }
 
 func newProfileImportCmd() *cobra.Command {
@@ -55,11 +56,14 @@ func newProfileImportCmd() *cobra.Command {
 	fs.StringVar(&o.ratio, "ratio", "", "authors: ratio.json `file`")
 	fs.StringVar(&o.itertime, "itertime", "", "authors: itertime.json `file`")
 	fs.StringVar(&o.exportDir, "export-authors", "", "also write the profile as the authors' ratio.json and itertime.json into this `directory`")
+	fs.StringVar(&o.exportMap, "model-map", "", "with --export-authors: export the authors' eight models through this model-map `file` (as the traces run)")
+	fs.IntSliceVar(&o.exportGPUs, "gpu-counts", nil, "with --export-authors: the GPU `counts` to write (default with --model-map: 1,2,4,8,16,32; else those measured)")
 	required(cmd, "from")
 	completeValues(cmd, "from", "gavel", "blox", "pollux", "authors", "profile")
 	completeValues(cmd, "gpu", "K80", "P100", "V100")
 	completeFiles(cmd, []string{"json"}, "out", "solo-from", "ratio", "itertime")
 	completeDirs(cmd, "export-authors")
+	completeFiles(cmd, []string{"csv"}, "model-map")
 	return cmd
 }
 
@@ -176,7 +180,13 @@ func (o *profileImportOpts) run(files []string, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "wrote %s: %d models, %d configurations, %d pairs, %d notes\n", o.out, len(t.Models), configs, len(t.Pairs), len(t.Notes))
 	}
 	if o.exportDir != "" {
-		if err := exportAuthors(t, o.exportDir); err != nil {
+		opt := profile.ExportOptions{GPUs: o.exportGPUs}
+		if o.exportMap != "" {
+			if opt.ModelMap, err = profile.LoadModelMapFile(o.exportMap); err != nil {
+				return err
+			}
+		}
+		if err := exportAuthors(t, o.exportDir, opt); err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "wrote %s and %s\n", filepath.Join(o.exportDir, "ratio.json"), filepath.Join(o.exportDir, "itertime.json"))
@@ -246,9 +256,9 @@ func importAuthors(ratioPath, itertimePath string) (*profile.Table, error) {
 }
 
 // exportAuthors writes dir/ratio.json and dir/itertime.json.
-func exportAuthors(t *profile.Table, dir string) error {
+func exportAuthors(t *profile.Table, dir string, opt profile.ExportOptions) error {
 	var ratio, iter bytes.Buffer
-	if err := t.ExportAuthors(&ratio, &iter, profile.ExportOptions{}); err != nil {
+	if err := t.ExportAuthors(&ratio, &iter, opt); err != nil {
 		return fmt.Errorf("profile import: %w", err)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
