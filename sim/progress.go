@@ -298,9 +298,14 @@ func (e *engine) apply(plan policy.Plan) error {
 			buf = e.rerate(q.Idx, buf)
 		}
 	}
-	if plan.Wake > e.now && e.cfg.Interval == 0 && (e.wake == 0 || plan.Wake != e.wake) {
+	// Each plan states the policy's next wake-up; one without cancels an earlier request.
+	switch {
+	case e.cfg.Interval > 0:
+	case plan.Wake > e.now && plan.Wake != e.wake:
 		e.wake = plan.Wake
 		e.q.push(event{t: plan.Wake, kind: evWake})
+	case plan.Wake <= e.now:
+		e.wake = 0
 	}
 	return nil
 }
