@@ -49,6 +49,8 @@ type AggregateOptions struct {
 	Whole bool
 	// ProfileJSON also writes derived profiles as JSON to profiles/ (about 1 MB each).
 	ProfileJSON bool
+	// Experiments are the experiments of the plan; empty means the shipped ones of Label.
+	Experiments []Experiment
 }
 
 // Aggregate is the deterministic aggregation step: from the run directories of the planned
@@ -59,7 +61,11 @@ type AggregateOptions struct {
 // sweep. Planned runs without output are reported as missing. It returns the failed or missing
 // runs in plan order.
 func Aggregate(env Env, outRoot string, plan []RunSpec, opt AggregateOptions) ([]Failure, error) {
-	return aggregate(env, outRoot, plan, Experiments(), opt)
+	exps := opt.Experiments
+	if len(exps) == 0 {
+		exps = Experiments(opt.Label)
+	}
+	return aggregate(env, outRoot, plan, exps, opt)
 }
 
 // aggregate is Aggregate for the runs of the given experiments.

@@ -89,9 +89,13 @@ func isModuleRoot(gomod string) bool {
 	return false
 }
 
-// Path resolves an input name: "data:REL" is REL inside the data directory, anything else is
-// relative to the module root.
+// Path resolves an input name: "data:REL" is REL inside the data directory, "repo:REL" (or a
+// bare relative name) is relative to the module root, an absolute path is itself.
 func (e Env) Path(name string) (string, error) {
+	if filepath.IsAbs(name) {
+		return name, nil
+	}
+	name = strings.TrimPrefix(name, "repo:")
 	if rel, ok := strings.CutPrefix(name, "data:"); ok {
 		p := filepath.Join(e.Data, filepath.FromSlash(rel))
 		if _, err := os.Stat(p); err != nil && e.Fallback != "" {

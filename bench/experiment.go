@@ -11,7 +11,7 @@ import (
 	"github.com/sharebench/sharebench/cluster"
 )
 
-// Labels select experiments for "sharebench reproduce --label".
+// Labels name the shipped sets of experiments of "sharebench reproduce --label".
 const (
 	// LabelSmoke marks the small experiments of "make smoke": seconds, no public data needed.
 	LabelSmoke = "smoke"
@@ -26,8 +26,6 @@ type Experiment struct {
 	Name string
 	// Title describes it in one line.
 	Title string
-	// Labels say which reproductions include it (LabelSmoke, LabelPaper).
-	Labels []string
 	// Settings are the trace × cluster × parameter combinations, in output order.
 	Settings []Setting
 	// Series are the policies (or policy variants) compared in every setting.
@@ -44,8 +42,6 @@ type Experiment struct {
 type Setting struct {
 	// Name is the setting's directory name, e.g. "trace1" or "trace1-mem16".
 	Name string
-	// Labels, when not empty, restrict the setting to these labels (default: the experiment's).
-	Labels []string
 	// Trace is the trace.
 	Trace TraceSpec
 	// Profile is the interference profile.
@@ -93,28 +89,16 @@ type Series struct {
 	Variant bool
 }
 
-// fivePolicies returns the five policies every experiment compares (SPEC.md §10), in display
-// order.
-func fivePolicies() []Series {
-	return []Series{
-		{Name: "fifo", Policy: "fifo"},
-		{Name: "sjf", Policy: "sjf"},
-		{Name: "tiresias", Policy: "tiresias"},
-		{Name: "sjf-ffs", Policy: "sjf-ffs"},
-		{Name: "sjf-bsbf", Policy: "sjf-bsbf"},
-	}
-}
-
 // Keep says which files a run directory keeps, to bound the size of committed outputs.
 // Summary metrics (summary.json) always cover every job.
 type Keep struct {
 	// DecisionsUpTo writes decisions.jsonl for traces of at most this many jobs (0: never).
-	DecisionsUpTo int `json:"decisions_up_to,omitempty"`
+	DecisionsUpTo int `json:"decisions_up_to,omitempty" yaml:"decisions_up_to"`
 	// JobRows bounds jobs.csv (0: every job): a trace of n jobs keeps every k-th job in job-id
 	// order, k = ⌈n / JobRows⌉, a systematic sample; the summary notes say so.
-	JobRows int `json:"job_rows,omitempty"`
+	JobRows int `json:"job_rows,omitempty" yaml:"job_rows"`
 	// UtilRows merges util.csv's equal-width buckets into at most this many (0: as written).
-	UtilRows int `json:"util_rows,omitempty"`
+	UtilRows int `json:"util_rows,omitempty" yaml:"util_rows"`
 }
 
 // jobsEvery returns the sampling step k for a trace of n jobs.
@@ -143,14 +127,8 @@ type Analysis struct {
 	Bars bool
 	// CurveX, when set, draws one curve per trace with this label on the x axis.
 	CurveX string
-}
-
-// Selected reports whether the experiment carries label.
-func (e Experiment) Selected(label string) bool { return slices.Contains(e.Labels, label) }
-
-// runsUnder reports whether setting s runs under label (given that its experiment carries it).
-func (s Setting) runsUnder(label string) bool {
-	return len(s.Labels) == 0 || slices.Contains(s.Labels, label)
+	// Breakdown writes average JCT and queueing delay per model and per GPU demand.
+	Breakdown bool
 }
 
 // Validate reports an experiment that cannot be expanded into distinct, well-formed runs.
@@ -158,8 +136,8 @@ func (e Experiment) Validate() error {
 	if !validName(e.Name) {
 		return fmt.Errorf("bench: experiment %q: invalid name", e.Name)
 	}
-	if len(e.Labels) == 0 || len(e.Settings) == 0 || len(e.Series) == 0 || len(e.Seeds) == 0 {
-		return fmt.Errorf("bench: experiment %s: needs labels, settings, series and seeds", e.Name)
+	if len(e.Settings) == 0 || len(e.Series) == 0 || len(e.Seeds) == 0 {
+		return fmt.Errorf("bench: experiment %s: needs settings, series and seeds", e.Name)
 	}
 	seen := map[string]bool{}
 	for _, s := range e.Settings {

@@ -72,13 +72,13 @@ func (p ProfileSpec) Name() string {
 // GenSpec describes a synthetic trace (trace.Generate).
 type GenSpec struct {
 	// Jobs is the number of jobs.
-	Jobs int `json:"jobs"`
+	Jobs int `json:"jobs" yaml:"jobs"`
 	// Load is the target offered load on the run's cluster, computed with the run's profile
 	// (TraceStats.OfferedLoad). The generator is calibrated per seed so that the trace meets it.
-	Load float64 `json:"load"`
+	Load float64 `json:"load" yaml:"load"`
 	// Pool is the input name of the job-size distribution: the Philly table (TracePhilly) or a
 	// trace whose jobs carry iteration times.
-	Pool string `json:"pool"`
+	Pool string `json:"pool" yaml:"pool"`
 }
 
 // TraceSpec says how a run obtains its jobs.

@@ -56,24 +56,23 @@ func (s Seconds) MarshalJSON() ([]byte, error) { return []byte(num(time.Duration
 // Dir returns the run directory below the output root.
 func (r *RunSpec) Dir(outRoot string) string { return path.Join(outRoot, r.ID) }
 
-// Experiments returns the experiment table of the reproduction (see REPRODUCE.md): a fresh
-// copy on every call.
-func Experiments() []Experiment { return experimentTable() }
-
-// Plan expands the experiments carrying label into their runs, in a stable order: experiments
-// in table order, then settings, series and seeds in declaration order. Index is the position
-// in the returned slice. An unknown label gives an empty plan.
+// Plan expands the shipped experiments of a label into their runs, in a stable order:
+// experiments in file order, then settings, series and seeds in declaration order. Index is the
+// position in the returned slice. An unknown label gives an empty plan.
 func Plan(label string) []RunSpec {
-	plan, err := expand(Experiments(), label)
+	plan, err := expand(Experiments(label))
 	if err != nil {
-		// The table is validated by the tests; a broken table is a programming error.
+		// The specs are validated by the tests; a broken one is a programming error.
 		panic(err)
 	}
 	return plan
 }
 
-// expand validates the experiments and expands those carrying label.
-func expand(exps []Experiment, label string) ([]RunSpec, error) {
+// PlanOf expands the given experiments (e.g. one read by LoadSpecFile) into their runs.
+func PlanOf(exps []Experiment) ([]RunSpec, error) { return expand(exps) }
+
+// expand validates the experiments and expands them.
+func expand(exps []Experiment) ([]RunSpec, error) {
 	var plan []RunSpec
 	ids := map[string]bool{}
 	names := map[string]bool{}
@@ -85,13 +84,7 @@ func expand(exps []Experiment, label string) ([]RunSpec, error) {
 			return nil, fmt.Errorf("bench: experiment %s declared twice", e.Name)
 		}
 		names[e.Name] = true
-		if !e.Selected(label) {
-			continue
-		}
 		for _, s := range e.Settings {
-			if !s.runsUnder(label) {
-				continue
-			}
 			for _, se := range e.Series {
 				for _, seed := range e.Seeds {
 					r := RunSpec{
@@ -118,16 +111,6 @@ func expand(exps []Experiment, label string) ([]RunSpec, error) {
 		}
 	}
 	return plan, nil
-}
-
-// Labels returns the labels some experiment carries, sorted.
-func Labels() []string {
-	var ls []string
-	for _, e := range Experiments() {
-		ls = append(ls, e.Labels...)
-	}
-	slices.Sort(ls)
-	return slices.Compact(ls)
 }
 
 // Select returns the runs of plan whose experiment matches one of only: a name ("E2") matches

@@ -80,16 +80,8 @@ func TestPlanExpansion(t *testing.T) {
 			}
 		}
 		// Every series of an experiment runs in every setting and seed: the grid is complete.
-		for _, e := range Experiments() {
-			if !e.Selected(label) {
-				continue
-			}
-			n := 0
-			for _, s := range e.Settings {
-				if s.runsUnder(label) {
-					n++
-				}
-			}
+		for _, e := range Experiments(label) {
+			n := len(e.Settings)
 			got := 0
 			for _, r := range plan {
 				if r.Experiment == e.Name {
@@ -124,7 +116,7 @@ func TestPlanLabels(t *testing.T) {
 		}
 	}
 	// Every experiment compares the five policies, or their ablation variants.
-	for _, e := range Experiments() {
+	for _, e := range Experiments(LabelPaper) {
 		names := map[string]bool{}
 		for _, s := range e.Series {
 			names[s.Policy] = true
@@ -154,10 +146,10 @@ func TestPlanLabels(t *testing.T) {
 
 // TestPlanRejects checks that a broken experiment table is refused.
 func TestPlanRejects(t *testing.T) {
-	good := Experiment{Name: "X", Labels: []string{"l"}, Seeds: []uint64{1},
+	good := Experiment{Name: "X", Seeds: []uint64{1},
 		Settings: []Setting{{Name: "s", Trace: TraceSpec{Name: "t", File: "f"}}},
 		Series:   []Series{{Name: "fifo", Policy: "fifo"}}}
-	if _, err := expand([]Experiment{good}, "l"); err != nil {
+	if _, err := expand([]Experiment{good}); err != nil {
 		t.Fatal(err)
 	}
 	for name, mutate := range map[string]func(e *Experiment){
@@ -174,12 +166,12 @@ func TestPlanRejects(t *testing.T) {
 			e.Settings = slices.Clone(good.Settings)
 			e.Series = slices.Clone(good.Series)
 			mutate(&e)
-			if _, err := expand([]Experiment{e}, "l"); err == nil {
+			if _, err := expand([]Experiment{e}); err == nil {
 				t.Error("accepted")
 			}
 		})
 	}
-	if _, err := expand([]Experiment{good, good}, "l"); err == nil {
+	if _, err := expand([]Experiment{good, good}); err == nil {
 		t.Error("accepted an experiment declared twice")
 	}
 }

@@ -22,7 +22,7 @@ func failingTable() []Experiment {
 	gavel := ProfileSpec{File: ProfileGavelV100, ModelMap: ModelMapGavel}
 	c := ClusterSpec{Nodes: 4, GPUsPerNode: 8, MemGiB: 48}
 	return []Experiment{{
-		Name: "F", Title: "failure handling", Labels: []string{"t"}, Seeds: []uint64{1},
+		Name: "F", Title: "failure handling", Seeds: []uint64{1},
 		Settings: []Setting{
 			{Name: "ok", Trace: testbed, Profile: gavel, Cluster: c},
 			{Name: "nofile", Trace: TraceSpec{Name: "nofile", File: "bench/traces/no-such-trace.csv"}, Profile: gavel, Cluster: c},
@@ -37,7 +37,7 @@ func failingTable() []Experiment {
 func TestFailureIsAResult(t *testing.T) {
 	env := testEnv(t)
 	table := failingTable()
-	plan, err := expand(table, "t")
+	plan, err := expand(table)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +118,7 @@ func TestFailureIsAResult(t *testing.T) {
 // TestRunTimeout checks that a run exceeding its time limit is recorded as failed.
 func TestRunTimeout(t *testing.T) {
 	env := testEnv(t)
-	plan, err := expand(failingTable(), "t")
+	plan, err := expand(failingTable())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +139,7 @@ func TestRunTimeout(t *testing.T) {
 // records no failure.
 func TestSweepCancel(t *testing.T) {
 	env := testEnv(t)
-	plan, err := expand(failingTable(), "t")
+	plan, err := expand(failingTable())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +158,7 @@ func TestSweepCancel(t *testing.T) {
 // and planned runs kept.
 func TestPrune(t *testing.T) {
 	out := t.TempDir()
-	plan, err := expand(failingTable(), "t")
+	plan, err := expand(failingTable())
 	if err != nil {
 		t.Fatal(err)
 	}
