@@ -28,6 +28,19 @@ type Env struct {
 	Fallback string
 }
 
+// FindEnvOptional is FindEnv outside the repository too: without a module root above the
+// working directory, Root is empty ("repo:" inputs then fail) and Data is $SHAREBENCH_DATA.
+func FindEnvOptional() (Env, error) {
+	env, err := FindEnv()
+	if err == nil || !errors.Is(err, errNoModule) {
+		return env, err
+	}
+	return Env{Data: os.Getenv(DataEnv)}, nil
+}
+
+// errNoModule is the error of FindEnv outside the repository.
+var errNoModule = errors.New("bench: module root not found: no go.mod of module " + modulePath + " at or above the working directory")
+
 // FindEnv locates the module root by walking up from the working directory to the go.mod of
 // module sharebench, and the data directory: $SHAREBENCH_DATA, else the repository's data/
 // with ../shared/data or shared/data next to the module root as a fallback.
@@ -68,7 +81,7 @@ func moduleRoot(dir string) (string, error) {
 		}
 		up := filepath.Dir(d)
 		if up == d {
-			return "", errors.New("bench: module root not found: no go.mod of module github.com/sharebench/sharebench at or above the working directory")
+			return "", errNoModule
 		}
 		d = up
 	}
@@ -95,8 +108,17 @@ func (e Env) Path(name string) (string, error) {
 	if filepath.IsAbs(name) {
 		return name, nil
 	}
-	name = strings.TrimPrefix(name, "repo:")
+	rel, repo := strings.CutPrefix(name, "repo:")
+	if e.Root == "" && (repo || !strings.HasPrefix(name, "data:")) {
+		return "", fmt.Errorf("bench: input %s is inside the sharebench repository: run inside a checkout", name)
+	}
+	if repo {
+		name = rel
+	}
 	if rel, ok := strings.CutPrefix(name, "data:"); ok {
+		if e.Data == "" {
+			return "", fmt.Errorf("bench: input %s: no data directory (run inside a checkout, or set %s)", name, DataEnv)
+		}
 		p := filepath.Join(e.Data, filepath.FromSlash(rel))
 		if _, err := os.Stat(p); err != nil && e.Fallback != "" {
 			if q := filepath.Join(e.Fallback, filepath.FromSlash(rel)); fileExists(q) {

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/sharebench/sharebench/internal/golden"
 )
 
 // TestPlanGolden pins the ordered run IDs of every label to bench/testdata/plan-<label>.txt,
@@ -22,7 +24,7 @@ func TestPlanGolden(t *testing.T) {
 				fmt.Fprintf(&b, "%d\t%s\n", r.Index, r.ID)
 			}
 			path := filepath.Join("testdata", "plan-"+label+".txt")
-			if *update {
+			if golden.Updating() {
 				if err := os.MkdirAll("testdata", 0o755); err != nil {
 					t.Fatal(err)
 				}

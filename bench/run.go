@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"time"
 
@@ -53,6 +54,31 @@ type Failure struct {
 	ID string `json:"id"`
 	// Error is the error message ("missing" for a planned run with no output).
 	Error string `json:"error"`
+}
+
+// Completed reports whether the run's directory below outRoot holds a finished run of exactly
+// this specification (its run.json and summary.json), so that a resumed sweep can skip it.
+func (r *RunSpec) Completed(outRoot string) bool {
+	dir := r.Dir(outRoot)
+	if !fileExists(filepath.Join(dir, sim.SummaryFile)) {
+		return false
+	}
+	data, err := os.ReadFile(filepath.Join(dir, RunFile))
+	if err != nil {
+		return false
+	}
+	var rec struct {
+		Spec json.RawMessage `json:"spec"`
+	}
+	if json.Unmarshal(data, &rec) != nil {
+		return false
+	}
+	want, err := json.Marshal(r)
+	if err != nil {
+		return false
+	}
+	var a, b any
+	return json.Unmarshal(rec.Spec, &a) == nil && json.Unmarshal(want, &b) == nil && reflect.DeepEqual(a, b)
 }
 
 // Run executes the run alone, reading inputs through FindEnv, and writes its directory below

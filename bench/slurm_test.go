@@ -15,7 +15,11 @@ import (
 
 func TestSlurmSweepScript(t *testing.T) {
 	t.Parallel()
-	script := string(slurmSweepScript("smoke", "/opt/sb/bin/sharebench", "/data/it's $(here)", "/data/w/runs.txt", 16))
+	script := string(slurmSweepScript([]string{"reproduce", "--label", "smoke"}, "/opt/sb/bin/sharebench", "/data/it's $(here)", "/data/w/runs.txt", 16))
+	sweep := string(slurmSweepScript([]string{"sweep", "/my specs/e.yaml"}, "sb", "/o", "/l", 1))
+	if want := `sb sweep '/my specs/e.yaml' --out /o --run "$run"`; !strings.Contains(sweep, want) {
+		t.Errorf("sweep script lacks %q:\n%s", want, sweep)
+	}
 	for _, want := range []string{
 		`task=$(( ${1:-0} + SLURM_ARRAY_TASK_ID ))`,
 		`/opt/sb/bin/sharebench reproduce --label smoke --out '/data/it'\''s $(here)' --run "$run" </dev/null || rc=1`,

@@ -3,7 +3,6 @@ package bench
 import (
 	"bytes"
 	"context"
-	"flag"
 	"fmt"
 	"io/fs"
 	"os"
@@ -13,10 +12,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sharebench/sharebench/internal/golden"
 	"github.com/sharebench/sharebench/internal/outdir"
 )
-
-var update = flag.Bool("update", false, "rewrite the smoke goldens in results/smoke/ and bench/testdata/plan-*.txt")
 
 // runSmoke runs the smoke plan into dir with jobs parallel runs and aggregates it.
 func runSmoke(t *testing.T, env Env, dir string, jobs int) {
@@ -52,16 +50,16 @@ func TestSmokeGolden(t *testing.T) {
 	env := testEnv(t)
 	first := filepath.Join(t.TempDir(), "smoke")
 	runSmoke(t, env, first, runtime.GOMAXPROCS(0))
-	golden := filepath.Join(env.Root, "results", "smoke")
-	if *update {
-		if err := os.RemoveAll(golden); err != nil {
+	want := filepath.Join(env.Root, "results", "smoke")
+	if golden.Updating() {
+		if err := os.RemoveAll(want); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.CopyFS(golden, os.DirFS(first)); err != nil {
+		if err := os.CopyFS(want, os.DirFS(first)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	compareTrees(t, golden, first)
+	compareTrees(t, want, first)
 	second := filepath.Join(t.TempDir(), "smoke")
 	runSmoke(t, env, second, 1)
 	compareTrees(t, first, second)

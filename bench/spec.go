@@ -80,6 +80,22 @@ type specSetting struct {
 	line           int
 }
 
+// UnmarshalYAML records the setting's line and rejects unknown keys.
+func (s *specSetting) UnmarshalYAML(n *yaml.Node) error {
+	if err := checkKeys(n, "name", "trace", "profile", "nodes", "gpus_per_node", "gpu_mem_gib", "interval_s",
+		"load", "xi_scale", "drop_oversized", "load_candidates", "labels"); err != nil {
+		return err
+	}
+	type plain specSetting
+	var q plain
+	if err := n.Decode(&q); err != nil {
+		return err
+	}
+	*s = specSetting(q)
+	s.line = n.Line
+	return nil
+}
+
 // specPolicy is a compared series: a policy spec, shown under a name.
 type specPolicy struct {
 	Name    string `yaml:"name"`
@@ -93,9 +109,12 @@ func (p *specPolicy) UnmarshalYAML(n *yaml.Node) error {
 		p.Name, p.Policy = n.Value, n.Value
 		return nil
 	}
+	if err := checkKeys(n, "name", "policy", "variant"); err != nil {
+		return err
+	}
 	type plain specPolicy
 	var q plain
-	if err := decodeStrict(n, &q); err != nil {
+	if err := n.Decode(&q); err != nil {
 		return err
 	}
 	*p = specPolicy(q)
@@ -118,11 +137,17 @@ func (s *specSeeds) UnmarshalYAML(n *yaml.Node) error {
 		*s = l
 		return nil
 	}
+	if n.Kind != yaml.MappingNode {
+		return fmt.Errorf("line %d: seeds: want a list of seeds or {from: N, count: N}", n.Line)
+	}
+	if err := checkKeys(n, "from", "count"); err != nil {
+		return err
+	}
 	var r struct {
 		From  uint64 `yaml:"from"`
 		Count int    `yaml:"count"`
 	}
-	if err := decodeStrict(n, &r); err != nil {
+	if err := n.Decode(&r); err != nil {
 		return err
 	}
 	if r.Count < 1 || r.Count > maxSeeds {
@@ -150,29 +175,43 @@ type specAnalysis struct {
 	Breakdown    bool     `yaml:"breakdown"`
 }
 
-// decodeStrict decodes n into v, rejecting unknown fields.
-func decodeStrict(n *yaml.Node, v any) error {
-	var buf bytes.Buffer
-	enc := yaml.NewEncoder(&buf)
-	if err := enc.Encode(n); err != nil {
-		return err
+// checkKeys rejects a mapping key outside allowed, at its line.
+func checkKeys(n *yaml.Node, allowed ...string) error {
+	if n.Kind != yaml.MappingNode {
+		return fmt.Errorf("line %d: want a mapping", n.Line)
 	}
-	dec := yaml.NewDecoder(&buf)
-	dec.KnownFields(true)
-	if err := dec.Decode(v); err != nil {
-		// Line numbers of the re-encoded node are relative to it; report the node's own line.
-		return fmt.Errorf("line %d: %s", n.Line, strings.TrimPrefix(yamlMessage(err), "yaml: "))
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if k := n.Content[i]; !slices.Contains(allowed, k.Value) {
+			return fmt.Errorf("line %d: unknown key %q (known: %s)", k.Line, k.Value, strings.Join(allowed, ", "))
+		}
 	}
 	return nil
 }
 
-// yamlMessage flattens a yaml error (a TypeError lists several problems) to one line.
+// yamlMessage flattens a yaml error (a TypeError lists several problems) to one line:
+// "LINE: message", without the package's prefixes and Go type names.
 func yamlMessage(err error) string {
+	msg := err.Error()
 	var te *yaml.TypeError
 	if errors.As(err, &te) {
-		return strings.Join(te.Errors, "; ")
+		msg = te.Errors[0]
+		if len(te.Errors) > 1 {
+			msg += fmt.Sprintf(" (and %d more)", len(te.Errors)-1)
+		}
 	}
-	return err.Error()
+	msg = strings.TrimPrefix(msg, "yaml: ")
+	msg = strings.TrimPrefix(msg, "line ")
+	if i := strings.Index(msg, " in type "); i >= 0 {
+		msg = msg[:i]
+	}
+	msg = strings.Replace(msg, "field ", "unknown key ", 1)
+	msg = strings.Replace(msg, " not found", "", 1)
+	if c := strings.IndexByte(msg, ':'); c > 0 {
+		if _, err := strconv.Atoi(msg[:c]); err == nil {
+			return msg
+		}
+	}
+	return "1: " + msg
 }
 
 // gridKeys are the settings fields a grid axis may sweep, with the run label each writes.
@@ -217,14 +256,16 @@ func ParseSpec(r io.Reader, name string, resolve PathResolver) (Experiment, erro
 	}
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
-		return Experiment{}, fmt.Errorf("bench: %s: %s", name, strings.TrimPrefix(yamlMessage(err), "yaml: "))
+		return Experiment{}, fmt.Errorf("bench: %s:%s", name, yamlMessage(err))
 	}
-	if len(root.Content) == 0 {
-		return Experiment{}, fmt.Errorf("bench: %s: empty spec", name)
+	if len(root.Content) == 0 || root.Content[0].Kind != yaml.MappingNode {
+		return Experiment{}, fmt.Errorf("bench: %s:1: want a mapping of keys (name, traces, policies, ...)", name)
 	}
 	var d specDoc
-	if err := decodeStrict(root.Content[0], &d); err != nil {
-		return Experiment{}, fmt.Errorf("bench: %s:%s", name, strings.TrimPrefix(err.Error(), "line "))
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&d); err != nil {
+		return Experiment{}, fmt.Errorf("bench: %s:%s", name, yamlMessage(err))
 	}
 	p := specParser{name: name, doc: &d, root: root.Content[0], resolve: resolve}
 	e, err := p.experiment()
@@ -232,7 +273,7 @@ func ParseSpec(r io.Reader, name string, resolve PathResolver) (Experiment, erro
 		return Experiment{}, err
 	}
 	if err := e.Validate(); err != nil {
-		return Experiment{}, fmt.Errorf("%s: %w", name, err)
+		return Experiment{}, fmt.Errorf("bench: %s:1: %s", name, strings.TrimPrefix(err.Error(), "bench: "))
 	}
 	return e, nil
 }
@@ -304,11 +345,16 @@ func (p *specParser) experiment() (Experiment, error) {
 	if err != nil {
 		return Experiment{}, err
 	}
+	seen := map[string]bool{}
 	for _, s := range append(cells, d.Settings...) {
 		set, err := p.setting(s, traces, profiles, defProfile)
 		if err != nil {
 			return Experiment{}, err
 		}
+		if seen[set.Name] {
+			return Experiment{}, p.errAt(s.line, "settings", "setting %s twice", set.Name)
+		}
+		seen[set.Name] = true
 		e.Settings = append(e.Settings, set)
 	}
 	if len(e.Settings) == 0 {
@@ -496,6 +542,9 @@ func (p *specParser) setting(s specSetting, traces map[string]TraceSpec, profile
 			trName = k
 		}
 	}
+	if s.Name == "" {
+		s.Name = trName
+	}
 	ts, ok := traces[trName]
 	if !ok {
 		return Setting{}, p.errAt(line, "", "setting %s: unknown trace %q (define it under traces)", s.Name, trName)
@@ -539,11 +588,7 @@ func (p *specParser) setting(s specSetting, traces map[string]TraceSpec, profile
 	if ivS < 0 || ivS > 1e7 {
 		return Setting{}, p.errAt(line, "", "setting %s: interval_s must be in [0, 1e7]", s.Name)
 	}
-	name := s.Name
-	if name == "" {
-		name = trName
-	}
-	set := Setting{Name: name, Trace: ts, Profile: ps, Cluster: c, Interval: time.Duration(math.Round(ivS * 1e9)),
+	set := Setting{Name: s.Name, Trace: ts, Profile: ps, Cluster: c, Interval: time.Duration(math.Round(ivS * 1e9)),
 		DropOversized: s.DropOversized, LoadCandidates: s.LoadCandidates}
 	keys := make([]string, 0, len(s.Labels))
 	for k := range s.Labels {

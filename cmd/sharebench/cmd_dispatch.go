@@ -147,7 +147,9 @@ func addSweepFlags(fs *pflag.FlagSet) *sweepFlags {
 
 // sweep executes runs locally (bench.Sweep) or as Slurm array tasks (bench.SweepSlurm); both
 // write the same run directories below out, for the same aggregation.
-func (f *sweepFlags) sweep(ctx context.Context, in *bench.Inputs, runs []bench.RunSpec, out, label string, opt bench.SweepOptions) ([]bench.Outcome, error) {
+// command, when set, is the sharebench invocation that runs one run of the plan on a node
+// (default "reproduce --label LABEL").
+func (f *sweepFlags) sweep(ctx context.Context, in *bench.Inputs, runs []bench.RunSpec, out, label string, command []string, opt bench.SweepOptions) ([]bench.Outcome, error) {
 	switch *f.backend {
 	case "local", "":
 		return bench.Sweep(ctx, in, runs, out, opt)
@@ -164,6 +166,9 @@ func (f *sweepFlags) sweep(ctx context.Context, in *bench.Inputs, runs []bench.R
 	dir := *f.slurmDir
 	if dir == "" {
 		dir = filepath.Join("runs", "slurm", "reproduce-"+label)
+		if len(command) > 0 {
+			dir = filepath.Join("runs", "slurm", command[0]+"-"+label)
+		}
 	}
 	w := opt.Progress
 	if w == nil {
@@ -178,6 +183,6 @@ func (f *sweepFlags) sweep(ctx context.Context, in *bench.Inputs, runs []bench.R
 		return nil, err
 	}
 	return bench.SweepSlurm(ctx, runs, out, bench.SlurmSweepOptions{
-		Slurm: s, Label: label, WorkDir: dir, RunsPerTask: *f.runsPerTask, Sharebench: cfg.Sharebench, Progress: opt.Progress,
+		Slurm: s, Label: label, Command: command, WorkDir: dir, RunsPerTask: *f.runsPerTask, Sharebench: cfg.Sharebench, Progress: opt.Progress,
 	})
 }

@@ -134,7 +134,7 @@ func (o *reproduceOpts) run(ctx context.Context, stdout, stderr io.Writer) error
 				return fmt.Errorf("reproduce: %w", err)
 			}
 		}
-		outcomes, err := o.sw.sweep(ctx, in, runs, o.out, o.label, bench.SweepOptions{
+		outcomes, err := o.sw.sweep(ctx, in, runs, o.out, o.label, nil, bench.SweepOptions{
 			Jobs: o.jobs, RunTimeout: o.timeout, Progress: stderr, Terminal: progressTerminal(stderr)})
 		if err != nil {
 			return fmt.Errorf("reproduce: %w", err)

@@ -125,6 +125,7 @@ func newRootCmd() *cobra.Command {
 		newTraceCmd(),
 		newProfileCmd(),
 		newReproduceCmd(),
+		newSweepCmd(),
 		newTableCmd(),
 		newPlotCmd(),
 		newInternalCmd(),

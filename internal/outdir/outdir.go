@@ -32,6 +32,9 @@ const (
 	Reproduce = "reproduce"
 	// Campaign is a profiling campaign directory (sharebench profile run).
 	Campaign = "campaign"
+	// Sweep is the output of one experiment spec (sharebench sweep): run directories, tables,
+	// figures.
+	Sweep = "sweep"
 )
 
 // runFiles are the only entries of a run directory (sim's and bench's output files).

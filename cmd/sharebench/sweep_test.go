@@ -1,0 +1,72 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestSweepEndToEnd runs a tiny spec with paths relative to the spec file: a grid of two
+// memory sizes × two policies × two seeds, then again (every run is skipped), then with
+// --rerun; the tables and figures the spec asks for are written.
+func TestSweepEndToEnd(t *testing.T) {
+	dir, _, _ := fixture(t, smallTrace)
+	spec := `name: tiny
+title: a tiny sweep
+profiles:
+  test: {file: profile.json}
+traces:
+  small: {file: trace.csv}
+cluster: {nodes: 1, gpus_per_node: 4, gpu_mem_gib: 16}
+grid:
+  trace: [small]
+  gpu_mem_gib: [8, 16]
+setting_name: "small-mem{gpu_mem_gib}"
+policies: [sjf-ffs, sjf-bsbf]
+seeds: [1, 2]
+baselines: [sjf-ffs]
+analysis: {bars: true, curve_x: gpu_mem_gib}
+`
+	specPath := filepath.Join(dir, "tiny.yaml")
+	if err := os.WriteFile(specPath, []byte(spec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "out")
+	stdout, stderr, err := cli(t, "sweep", specPath, "--out", out, "--jobs", "2")
+	if err != nil {
+		t.Fatalf("sweep: %v\n%s", err, stderr)
+	}
+	if !strings.Contains(stdout, "8 runs of tiny") {
+		t.Errorf("stdout: %s", stdout)
+	}
+	for _, f := range []string{"tiny/small-mem8/sjf-bsbf/seed-2/summary.json", "tiny/tables/summary.md", "tiny/tables/summary.csv",
+		"tiny/figures/avg-jct.svg", "README.md", ".sharebench"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Errorf("missing %s", f)
+		}
+	}
+	summary, err := os.ReadFile(filepath.Join(out, "tiny", "tables", "summary.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, err = cli(t, "sweep", specPath, "--out", out)
+	if err != nil || !strings.Contains(stderr, "8 of 8 runs already done") {
+		t.Fatalf("resumed sweep: %v\n%s", err, stderr)
+	}
+	_, stderr, err = cli(t, "sweep", specPath, "--out", out, "--rerun")
+	if err != nil || strings.Contains(stderr, "already done") {
+		t.Fatalf("rerun: %v\n%s", err, stderr)
+	}
+	again, _ := os.ReadFile(filepath.Join(out, "tiny", "tables", "summary.md"))
+	if string(again) != string(summary) {
+		t.Error("a rerun changed the tables")
+	}
+	if _, _, err := cli(t, "sweep", specPath, "--out", dir); err == nil {
+		t.Error("sweep wrote into the directory holding its spec")
+	}
+	stdout, _, err = cli(t, "sweep", specPath, "--list")
+	if err != nil || len(strings.Split(strings.TrimSpace(stdout), "\n")) != 8 {
+		t.Errorf("--list: %v\n%s", err, stdout)
+	}
+}
