@@ -24,51 +24,49 @@ func testRun(exp, trace, policy string, seed uint64, avgJCT float64) *results.Ru
 	}
 }
 
-func TestVerdict(t *testing.T) {
+func TestJudge(t *testing.T) {
 	t.Parallel()
 	claims := PaperClaims()
-	t1, t2 := claims[0], claims[1]
+	t1, t2 := claims[0], claims[2]
 	point := func(delta float64) Delta { return Delta{Estimate: Estimate{Mean: delta, N: 1}, Paired: true} }
 	ci := func(delta, half float64) Delta {
-		return Delta{Estimate: Estimate{Mean: delta, Half: half, N: 3}, Paired: true}
+		return Delta{Estimate: Estimate{Mean: delta, Half: half, N: 5}, Paired: true}
 	}
 	tests := []struct {
-		name       string
-		claim      Claim
-		d          Delta
-		verdict    string
-		remarkPart string
+		name           string
+		claim          Claim
+		d              Delta
+		dir, magnitude string
 	}{
-		{"T1 inside the range", t1, point(-30), Reproduced, "single seed"},
-		{"T1 at the lower end", t1, point(-27), Reproduced, ""},
-		{"T1 rounds to the lower end", t1, point(-26.96), Reproduced, ""},
-		{"T1 just below the lower end", t1, point(-26.94), Weaker, ""},
-		{"T1 at the upper end", t1, point(-33), Reproduced, ""},
-		{"T1 beyond the range", t1, point(-40), Reproduced, "exceeds the claimed 33%"},
-		{"T1 small reduction", t1, point(-0.1), Weaker, ""},
-		{"T1 rounds to no reduction", t1, point(-0.04), Contradicted, ""},
-		{"T1 no change", t1, point(0), Contradicted, ""},
-		{"T1 worse", t1, point(5), Contradicted, ""},
-		{"T1 worse, CI above 0", t1, ci(5, 2), Contradicted, "CI entirely above 0 (worse)"},
-		{"T1 reduction, CI includes 0", t1, ci(-10, 12), Weaker, "CI includes 0"},
-		{"T1 reproduced, CI excludes 0", t1, ci(-30, 3), Reproduced, ""},
-		{"T2 small reduction", t2, point(-0.1), Reproduced, ""},
-		{"T2 at 17", t2, point(-17), Reproduced, ""},
-		{"T2 beyond 17", t2, point(-25), Reproduced, "exceeds the claimed 17%"},
-		{"T2 no change", t2, point(0), Contradicted, ""},
-		{"T2 worse", t2, point(3), Contradicted, ""},
-		{"no data", t1, point(math.NaN()), NoData, "no data"},
+		{"T1 one draw inside the range", t1, point(-30), Holds, Within},
+		{"T1 one draw at the lower end", t1, point(-27), Holds, Within},
+		{"T1 rounds to the lower end", t1, point(-26.96), Holds, Within},
+		{"T1 just below the lower end", t1, point(-26.94), Holds, Weaker},
+		{"T1 at the upper end", t1, point(-33), Holds, Within},
+		{"T1 beyond the range", t1, point(-58), Holds, Exceeds},
+		{"T1 one draw, a small reduction", t1, point(-0.9), Inconclusive, Weaker},
+		{"T1 one draw, 1 pp", t1, point(-1), Holds, Weaker},
+		{"T1 one draw, no change", t1, point(0), Inconclusive, Weaker},
+		{"T1 one draw, 1 pp worse", t1, point(1), Contradicted, Weaker},
+		{"T1 CI entirely above 0", t1, ci(5, 2), Contradicted, Weaker},
+		{"T1 CI includes 0", t1, ci(17.2, 50.5), Inconclusive, Within},
+		{"T1 CI includes 0 and the range", t1, ci(-10, 20), Inconclusive, Within},
+		{"T1 CI inside the range", t1, ci(-30, 3), Holds, Within},
+		{"T1 CI entirely above the range", t1, ci(-56.2, 7.1), Holds, Exceeds},
+		{"T1 CI meets the range from above", t1, ci(-40, 7.1), Holds, Within},
+		{"T1 CI entirely below the range", t1, ci(-10, 5), Holds, Weaker},
+		{"T2 one draw, a small reduction", t2, point(-1.5), Holds, Within},
+		{"T2 at 17", t2, point(-17), Holds, Within},
+		{"T2 far beyond 17", t2, point(-91), Holds, Exceeds},
+		{"T2 no change", t2, point(0), Inconclusive, Weaker},
+		{"T2 worse", t2, point(3), Contradicted, Weaker},
+		{"T2 CI includes 0", t2, ci(-2, 5), Inconclusive, Within},
+		{"no data", t1, point(math.NaN()), NoData, NoData},
 	}
 	for _, tc := range tests {
-		v, rem := Verdict(tc.claim, tc.d)
-		if v != tc.verdict {
-			t.Errorf("%s: verdict %q, want %q", tc.name, v, tc.verdict)
-		}
-		if !strings.Contains(rem, tc.remarkPart) {
-			t.Errorf("%s: remark %q lacks %q", tc.name, rem, tc.remarkPart)
-		}
-		if tc.remarkPart == "" && tc.d.HasCI() && rem != "" {
-			t.Errorf("%s: unexpected remark %q", tc.name, rem)
+		dir, mag := Judge(tc.claim, tc.d)
+		if dir != tc.dir || mag != tc.magnitude {
+			t.Errorf("%s: %s, %s; want %s, %s", tc.name, dir, mag, tc.dir, tc.magnitude)
 		}
 	}
 }
@@ -109,28 +107,37 @@ func TestClaimsVerdictPerTrace(t *testing.T) {
 		}
 	}
 	add("a", "tiresias", 100, 100)
+	add("a", "tiresias-testbed", 50, 50)
 	add("a", "sjf-ffs", 80, 80)
-	add("a", "sjf-bsbf", 70, 70) // −30 vs tiresias, −12.5 vs sjf-ffs
+	add("a", "sjf-bsbf", 70, 70) // −30 vs tiresias, +40 vs tiresias-testbed, −12.5 vs sjf-ffs
 	add("b", "tiresias", 100)
-	add("b", "sjf-bsbf", 90) // −10: weaker; no sjf-ffs
+	add("b", "sjf-bsbf", 90) // −10: holds, weaker; no sjf-ffs: no T2 row
 	add("c", "tiresias", 100)
 	add("c", "sjf-ffs", 100)
-	add("c", "sjf-bsbf", 105) // contradicted twice
+	add("c", "sjf-bsbf", 100.5) // +0.5: inconclusive twice
 	tab, err := Claims(runs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []string
-	vi := -1
-	for i, h := range tab.Header {
-		if h == "verdict" {
-			vi = i
+	col := func(name string) int {
+		for i, h := range tab.Header {
+			if h == name {
+				return i
+			}
 		}
+		t.Fatalf("no column %q in %v", name, tab.Header)
+		return -1
 	}
+	ci, di, mi, ni := col("comparison"), col("direction"), col("magnitude"), col("draws")
+	var got []string
 	for _, r := range tab.Rows {
-		got = append(got, r[1]+" "+r[2]+" "+r[vi])
+		got = append(got, strings.Join([]string{r[1], r[ci], r[ni], r[di], r[mi]}, " "))
 	}
-	want := []string{"a T1 reproduced", "a T2 reproduced", "b T1 weaker", "b T2 n/a", "c T1 contradicted", "c T2 contradicted"}
+	want := []string{
+		"a sjf-bsbf vs tiresias 2 holds within", "a sjf-bsbf vs tiresias-testbed 2 contradicted weaker", "a sjf-bsbf vs sjf-ffs 2 holds within",
+		"b sjf-bsbf vs tiresias 1 holds weaker",
+		"c sjf-bsbf vs tiresias 1 inconclusive weaker", "c sjf-bsbf vs sjf-ffs 1 inconclusive weaker",
+	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("verdicts:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
