@@ -18,7 +18,7 @@ const DataEnv = "SHAREBENCH_DATA"
 // maps and derived traces) and the public data directory. Inputs are named relative to one of
 // the two, so that run specifications and outputs never contain a machine's absolute paths.
 type Env struct {
-	// Root is the module root (the directory holding go.mod of module sharebench).
+	// Root is the module root (the directory holding go.mod of module github.com/sharebench/sharebench).
 	Root string
 	// Data is the public data directory: the repository's data/ unless $SHAREBENCH_DATA says
 	// otherwise.
@@ -57,8 +57,7 @@ func FindEnv() (Env, error) {
 	return env, nil
 }
 
-// moduleRoot returns the nearest directory at or above dir whose go.mod declares module
-// sharebench.
+// moduleRoot returns the nearest directory at or above dir whose go.mod declares the module.
 func moduleRoot(dir string) (string, error) {
 	for d := dir; ; {
 		if isModuleRoot(filepath.Join(d, "go.mod")) {
@@ -66,11 +65,14 @@ func moduleRoot(dir string) (string, error) {
 		}
 		up := filepath.Dir(d)
 		if up == d {
-			return "", errors.New("bench: module root not found: no go.mod of module sharebench at or above the working directory")
+			return "", errors.New("bench: module root not found: no go.mod of module github.com/sharebench/sharebench at or above the working directory")
 		}
 		d = up
 	}
 }
+
+// modulePath is the module path in go.mod.
+const modulePath = "github.com/sharebench/sharebench"
 
 func isModuleRoot(gomod string) bool {
 	f, err := os.Open(gomod)
@@ -81,7 +83,7 @@ func isModuleRoot(gomod string) bool {
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		if line := strings.TrimSpace(sc.Text()); strings.HasPrefix(line, "module ") {
-			return strings.TrimSpace(strings.TrimPrefix(line, "module ")) == "sharebench"
+			return strings.TrimSpace(strings.TrimPrefix(line, "module ")) == modulePath
 		}
 	}
 	return false
