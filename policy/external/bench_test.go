@@ -116,6 +116,7 @@ func BenchmarkDecision(b *testing.B) {
 		} {
 			b.Run(fmt.Sprintf("trace=%s/policy=%s", name, v.name), func(b *testing.B) {
 				b.Setenv(childEnv, v.child)
+				var bytes int64
 				for b.Loop() {
 					p, err := policy.Builtin().New(v.policy)
 					if err != nil {
@@ -124,9 +125,13 @@ func BenchmarkDecision(b *testing.B) {
 					if got := run(b, spec, p); got != want {
 						b.Fatalf("avg JCT %v s, sjf gives %v s", got, want)
 					}
+					if x, ok := p.(*external.Policy); ok {
+						bytes = x.BytesOut + x.BytesIn
+					}
 				}
 				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*decisions), "ns/decision")
 				b.ReportMetric(float64(decisions), "decisions")
+				b.ReportMetric(float64(bytes)/float64(decisions), "B/decision")
 			})
 		}
 	}
