@@ -106,7 +106,7 @@ func TestHungChild(t *testing.T) {
 func TestCrashingChild(t *testing.T) {
 	shape := cluster.Shape{Nodes: 1, GPUsPerNode: 4, GPUMemBytes: 16 * cluster.GiB, MaxShare: 2}
 	out, err := simulate(t, childSpec(t, "crash", "", ""), fixtureJobs(), shape, fixtureProfile(t), nil)
-	failsCleanly(t, out, err, "decision 1 at t=0.000s", "the policy process exited with status 3 before replying", "boom: the policy fell over")
+	failsCleanly(t, out, err, "decision 1 at t=0.000s", "the policy process exited with status 3 before replying; its standard error ended with: boom: the policy fell over")
 }
 
 func TestBadReplies(t *testing.T) {

@@ -240,19 +240,24 @@ func (t *tail) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// lines returns the last lines of standard error as "; its standard error ended: ...", or "".
+// lines returns the last lines of standard error as "; its standard error ended with: a | b",
+// or "": one line, however many the process wrote.
 func (t *tail) lines() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	s := strings.TrimSpace(string(t.b))
-	if s == "" {
+	var ls []string
+	for _, l := range strings.Split(string(t.b), "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			ls = append(ls, l)
+		}
+	}
+	if len(ls) == 0 {
 		return ""
 	}
-	ls := strings.Split(s, "\n")
-	if len(ls) > 8 {
-		ls = ls[len(ls)-8:]
+	if len(ls) > 3 {
+		ls = ls[len(ls)-3:]
 	}
-	return "; its standard error ended with:\n  " + strings.Join(ls, "\n  ")
+	return "; its standard error ended with: " + strings.Join(ls, " | ")
 }
 
 func newReader(f *os.File) *bufio.Reader { return bufio.NewReaderSize(f, 1<<16) }
