@@ -39,6 +39,8 @@ type RunRecord struct {
 	Candidates []LoadAt `json:"load_candidates,omitempty"`
 	// JobsKept is the number of jobs in jobs.csv (all, or the sample Spec.Keep asks for).
 	JobsKept int `json:"jobs_kept"`
+	// PolicyCommand is the command line of an external policy.
+	PolicyCommand string `json:"policy_command,omitempty"`
 }
 
 // LoadAt is the offered load of a trace on a cluster of GPUs GPUs.
@@ -145,7 +147,8 @@ func (r *RunSpec) execute(ctx context.Context, in *Inputs, outRoot string) error
 	if err != nil {
 		return fmt.Errorf("bench: trace %s: %w", r.Trace.Name, err)
 	}
-	rec := RunRecord{Spec: r, Profile: r.Profile.Name(), TraceStats: stats, OfferedLoad: round6(stats.OfferedLoad(shape.GPUs()))}
+	rec := RunRecord{Spec: r, Profile: r.Profile.Name(), TraceStats: stats, OfferedLoad: round6(stats.OfferedLoad(shape.GPUs())),
+		PolicyCommand: policyCommand(r.Policy)}
 	for _, g := range r.LoadCandidates {
 		rec.Candidates = append(rec.Candidates, LoadAt{GPUs: g, OfferedLoad: round6(stats.OfferedLoad(g))})
 	}

@@ -92,11 +92,11 @@ func Simulate(ctx context.Context, spec SimSpec, out string, decisions bool) (*s
 		}
 	}
 	res, err := sim.Run(ctx, cfg, jobs, p, spec.Profile, obs)
-	if err != nil {
+	if err := endPolicy(p, res, err); err != nil {
 		return nil, err
 	}
 	s := &res.Summary
-	s.Policy = spec.Policy
+	s.Policy = policyLabel(spec.Policy)
 	if key, args, err := policy.Builtin().Resolve(spec.Policy); err == nil {
 		s.PolicySpec = key + string(args)
 	}

@@ -17,6 +17,9 @@ const (
 	KeyTiresiasEntry = "tiresias-entry-order"
 	KeySJFFFS        = "sjf-ffs"
 	KeySJFBSBF       = "sjf-bsbf"
+	// KeyExternal runs the policy in another process (package policy/external): the spec
+	// "external:CMD" stands for external{"cmd":"CMD"}.
+	KeyExternal = "external"
 )
 
 // Victim-selection modes of the preemptive path.
@@ -87,6 +90,7 @@ func (r *Registry) Aliases() [][2]string {
 }
 
 // Resolve expands an alias and splits a spec "key" or `key{"arg":value}` into key and arguments.
+// "external:CMD" resolves to external{"cmd":"CMD"}, so the command may hold braces.
 func (r *Registry) Resolve(spec string) (key string, args json.RawMessage, err error) {
 	spec = strings.TrimSpace(spec)
 	if exp, ok := r.aliases[spec]; ok {
@@ -95,6 +99,9 @@ func (r *Registry) Resolve(spec string) (key string, args json.RawMessage, err e
 	key, rest, hasArgs := strings.Cut(spec, "{")
 	if hasArgs {
 		args = json.RawMessage("{" + rest)
+	}
+	if cmd, ok := strings.CutPrefix(spec, KeyExternal+":"); ok {
+		key, args = KeyExternal, cmdArgs(strings.TrimSpace(cmd))
 	}
 	if _, ok := r.factories[key]; !ok {
 		return "", nil, fmt.Errorf("unknown policy %q (known: %s; run \"sharebench policies\")", key, strings.Join(r.keys(), ", "))
@@ -154,7 +161,29 @@ func mustJSON(v any) string {
 	return string(b)
 }
 
-// Builtin returns a registry with the five built-in policies and the authors' names as aliases.
+// cmdArgs is {"cmd":cmd}, with the command's < > & kept as they are.
+func cmdArgs(cmd string) json.RawMessage {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(map[string]string{"cmd": cmd}); err != nil {
+		panic(err)
+	}
+	return bytes.TrimSpace(b.Bytes())
+}
+
+// external is the factory of external policies, installed by package policy/external (which
+// imports this package, so cannot be registered from here directly).
+var external struct {
+	info Info
+	f    Factory
+}
+
+// SetExternal installs the factory of KeyExternal; Builtin registers it once installed.
+func SetExternal(info Info, f Factory) { external.info, external.f = info, f }
+
+// Builtin returns a registry with the five built-in policies, the external one when package
+// policy/external is linked in, and the authors' names as aliases.
 // Unlike the authors' scripts, sjf-ffs and sjf-bsbf without a suffix are non-preemptive (the
 // paper's headline variants); "-preempt" selects the preemptive path.
 func Builtin() *Registry {
@@ -219,6 +248,9 @@ func Builtin() *Registry {
 		}
 		return newSJFBSBF(a), victims(a.Victims)
 	}))
+	if external.f != nil {
+		must(r.Register(external.info, external.f))
+	}
 	// The authors' names (SPEC.md §5.1), built from a grammar: base, "s" for the consolidating
 	// placement, "-no-preempt"/"-preempt", "-m" for MPS.
 	// The authors' Tiresias (their physical code): 2 queues, 700 s of wall time, starvation factor

@@ -260,6 +260,14 @@ func (e *Env) Xi(a *Job, oa int, b *Job, ob int) (float64, bool) {
 	return x, true
 }
 
+// Classes returns the number of GPU-count classes (values of Job.GC).
+func (e *Env) Classes() int { return len(e.xi) }
+
+// RawXi returns ξ of configuration a next to b for GPU-count class gc as the profile gives it:
+// NaN when missing, not clamped, and recorded nowhere (for handing the matrices to policies
+// outside the process, which then look pairs up themselves).
+func (e *Env) RawXi(gc, a, b int) float64 { return e.xi[gc][a*e.NCfg+b] }
+
 // Missing returns the number of distinct ordered configuration pairs looked up and not found.
 func (e *Env) Missing() int { return len(e.missing) }
 
