@@ -219,6 +219,14 @@ func aggregateExperiment(dir string, e Experiment, specs []*RunSpec, loaded map[
 			return nil, err
 		}
 	}
+	bd, err := analysis.Breakdown(runs)
+	if err != nil {
+		return nil, err
+	}
+	bd.Title = "Average JCT and queueing delay by model and GPU demand — " + e.Name
+	if err := writeTable(tdir, "breakdown", bd); err != nil {
+		return nil, err
+	}
 	if e.Analysis.Jobs {
 		t, err := analysis.JobStats(runs)
 		if err != nil {

@@ -127,8 +127,6 @@ type Analysis struct {
 	Bars bool
 	// CurveX, when set, draws one curve per trace with this label on the x axis.
 	CurveX string
-	// Breakdown writes average JCT and queueing delay per model and per GPU demand.
-	Breakdown bool
 }
 
 // Validate reports an experiment that cannot be expanded into distinct, well-formed runs.

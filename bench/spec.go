@@ -172,7 +172,6 @@ type specAnalysis struct {
 	Jobs         bool     `yaml:"jobs"`
 	Bars         bool     `yaml:"bars"`
 	CurveX       string   `yaml:"curve_x"`
-	Breakdown    bool     `yaml:"breakdown"`
 }
 
 // checkKeys rejects a mapping key outside allowed, at its line.
@@ -389,7 +388,7 @@ func (p *specParser) experiment() (Experiment, error) {
 	}
 	a := d.Analysis
 	e.Analysis = Analysis{Baselines: slices.Clone(d.Baselines), Claims: a.Claims, PerCell: a.PerCell,
-		CellSettings: a.CellSettings, Jobs: a.Jobs, Bars: a.Bars, CurveX: a.CurveX, Breakdown: a.Breakdown}
+		CellSettings: a.CellSettings, Jobs: a.Jobs, Bars: a.Bars, CurveX: a.CurveX}
 	if a.CurveX != "" && !slices.Contains(gridKeys[1:], a.CurveX) {
 		return Experiment{}, p.errAt(0, "analysis", "curve_x %q: want one of %s", a.CurveX, strings.Join(gridKeys[1:], ", "))
 	}

@@ -77,14 +77,31 @@ type Summary struct {
 	GPUUtil float64 `json:"gpu_util"`
 	// SharedJobs counts jobs that ran co-located with another job at some point.
 	SharedJobs int `json:"shared_jobs"`
+	// SubBatchSharedJobs counts jobs that shared only thanks to a smaller sub-batch.
+	SubBatchSharedJobs int `json:"subbatch_shared_jobs"`
 	// Preemptions is the total number of preemptions.
 	Preemptions int `json:"preemptions"`
+	// RestartS is the restart time charged after preemptions, in seconds; RestartCost says how
+	// it was set (auto, profile, lineage, off, or seconds).
+	RestartS    float64 `json:"restart_s"`
+	RestartCost string  `json:"restart_cost"`
 	// MissingPairs counts distinct ordered configuration pairs absent from the profile.
 	MissingPairs int `json:"missing_pairs"`
 	// Labels are free-form key/value pairs set by "sharebench reproduce".
 	Labels Labels `json:"labels,omitempty"`
 	// Notes are caveats the simulator reported.
 	Notes []string `json:"notes"`
+	// ByModel and ByGPUs break average JCT and queueing delay down by model and by GPU demand.
+	ByModel []Breakdown `json:"by_model"`
+	ByGPUs  []Breakdown `json:"by_gpus"`
+}
+
+// Breakdown is the average JCT and queueing delay of one group of a run's jobs.
+type Breakdown struct {
+	Key       string  `json:"key"`
+	Jobs      int     `json:"jobs"`
+	AvgJCTS   float64 `json:"avg_jct_s"`
+	AvgQueueS float64 `json:"avg_queue_s"`
 }
 
 // Labels are the free-form labels of a run. In JSON the values may be strings, numbers or

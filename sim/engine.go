@@ -79,6 +79,7 @@ type engine struct {
 	util         utilAcc
 	notes        []string
 	shared       int           // jobs that ran co-located at some point
+	subShared    int           // jobs that shared at a smaller sub-batch because their largest did not fit
 	finished     []trace.JobID // since the last policy call
 	nSched       int
 	restartTotal time.Duration // restart time charged
@@ -91,6 +92,7 @@ type jobStats struct {
 	sharedFor  time.Duration
 	sharedNow  bool
 	everShared bool
+	subShared  bool          // shared at a smaller sub-batch because the largest did not fit
 	solo       time.Duration // iterations × fastest exclusive step time
 	restart    time.Duration // restart cost after a preemption
 	eventLoss  time.Duration // progress lost at every event (OverheadEveryEvent)

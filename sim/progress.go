@@ -282,6 +282,10 @@ func (e *engine) apply(plan policy.Plan) error {
 				}
 			}
 		}
+		if pl.Opt > 0 && !e.stats[i].subShared && e.needsSmallerSub(j, pl.GPUs) {
+			e.stats[i].subShared = true
+			e.subShared++
+		}
 		// Settle the future partners before their rates change.
 		for _, g := range pl.GPUs {
 			for _, id := range e.cl.Jobs(g) {
@@ -354,4 +358,15 @@ func (e *engine) eventLosses() {
 		st.lastRem = j.P.Rem
 		buf = e.rerate(i, buf)
 	}
+}
+
+// needsSmallerSub reports whether job j's largest sub-batch would not fit next to the jobs
+// already on one of gpus: it shares there only thanks to a smaller sub-batch.
+func (e *engine) needsSmallerSub(j *policy.Job, gpus []int) bool {
+	for _, g := range gpus {
+		if e.cl.Count(g) > 0 && e.cl.FreeMem(g) < j.Options[0].Mem {
+			return true
+		}
+	}
+	return false
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/sharebench/sharebench/trace"
@@ -35,32 +37,88 @@ type UtilRow struct {
 
 // Summary is summary.json. The engine fills the metrics; callers fill the description fields.
 type Summary struct {
-	Policy        string            `json:"policy"`
-	PolicySpec    string            `json:"policy_spec,omitempty"`
-	Trace         string            `json:"trace"`
-	Cluster       string            `json:"cluster"`
-	GPUs          int               `json:"gpus"`
-	GPUMemGiB     float64           `json:"gpu_mem_gib"`
-	IntervalS     float64           `json:"interval_s"`
-	Seed          uint64            `json:"seed"`
-	Profile       string            `json:"profile,omitempty"`
-	ProfileSource string            `json:"profile_source,omitempty"`
-	Jobs          int               `json:"jobs"`
-	DroppedJobs   int               `json:"dropped_jobs"`
-	AvgJCT        float64           `json:"avg_jct_s"`
-	P50JCT        float64           `json:"p50_jct_s"`
-	P95JCT        float64           `json:"p95_jct_s"`
-	P99JCT        float64           `json:"p99_jct_s"`
-	Makespan      float64           `json:"makespan_s"`
-	AvgQueue      float64           `json:"avg_queue_s"`
-	GPUUtil       float64           `json:"gpu_util"`
-	SharedJobs    int               `json:"shared_jobs"`
-	Preemptions   int               `json:"preemptions"`
-	RestartS      float64           `json:"restart_s"`
-	RestartCost   string            `json:"restart_cost"`
-	MissingPairs  int               `json:"missing_pairs"`
-	Labels        map[string]string `json:"labels,omitempty"`
-	Notes         []string          `json:"notes"`
+	Policy        string  `json:"policy"`
+	PolicySpec    string  `json:"policy_spec,omitempty"`
+	Trace         string  `json:"trace"`
+	Cluster       string  `json:"cluster"`
+	GPUs          int     `json:"gpus"`
+	GPUMemGiB     float64 `json:"gpu_mem_gib"`
+	IntervalS     float64 `json:"interval_s"`
+	Seed          uint64  `json:"seed"`
+	Profile       string  `json:"profile,omitempty"`
+	ProfileSource string  `json:"profile_source,omitempty"`
+	Jobs          int     `json:"jobs"`
+	DroppedJobs   int     `json:"dropped_jobs"`
+	AvgJCT        float64 `json:"avg_jct_s"`
+	P50JCT        float64 `json:"p50_jct_s"`
+	P95JCT        float64 `json:"p95_jct_s"`
+	P99JCT        float64 `json:"p99_jct_s"`
+	Makespan      float64 `json:"makespan_s"`
+	AvgQueue      float64 `json:"avg_queue_s"`
+	GPUUtil       float64 `json:"gpu_util"`
+	SharedJobs    int     `json:"shared_jobs"`
+	// SubBatchSharedJobs counts the jobs that shared GPUs at a sub-batch smaller than their
+	// largest because the largest would not have fit next to their partners.
+	SubBatchSharedJobs int               `json:"subbatch_shared_jobs"`
+	Preemptions        int               `json:"preemptions"`
+	RestartS           float64           `json:"restart_s"`
+	RestartCost        string            `json:"restart_cost"`
+	MissingPairs       int               `json:"missing_pairs"`
+	Labels             map[string]string `json:"labels,omitempty"`
+	Notes              []string          `json:"notes"`
+	// ByModel and ByGPUs break average JCT and queueing delay down by the trace's model and by
+	// GPU demand (buckets 1, 2, 3–4, 5–8, ≥9), over every job.
+	ByModel []Breakdown `json:"by_model"`
+	ByGPUs  []Breakdown `json:"by_gpus"`
+}
+
+// Breakdown is the average JCT and queueing delay of one group of jobs.
+type Breakdown struct {
+	Key      string  `json:"key"`
+	Jobs     int     `json:"jobs"`
+	AvgJCT   float64 `json:"avg_jct_s"`
+	AvgQueue float64 `json:"avg_queue_s"`
+}
+
+// gpuBucket names the GPU-demand bucket of a job of n GPUs.
+func gpuBucket(n int) string {
+	switch {
+	case n <= 2:
+		return strconv.Itoa(n)
+	case n <= 4:
+		return "3–4"
+	case n <= 8:
+		return "5–8"
+	}
+	return "≥9"
+}
+
+// breakdown groups the jobs' JCT and queueing delay by key, in first-seen order of the keys
+// sorted by sortKey.
+func breakdown(jobs []JobResult, key func(*JobResult) string, less func(a, b string) int) []Breakdown {
+	idx := map[string]int{}
+	var out []Breakdown
+	var sumJ, sumQ []float64
+	for i := range jobs {
+		j := &jobs[i]
+		k := key(j)
+		n, ok := idx[k]
+		if !ok {
+			n = len(out)
+			idx[k] = n
+			out = append(out, Breakdown{Key: k})
+			sumJ, sumQ = append(sumJ, 0), append(sumQ, 0)
+		}
+		out[n].Jobs++
+		sumJ[n] += j.JCT.Seconds()
+		sumQ[n] += j.Queue.Seconds()
+	}
+	for n := range out {
+		out[n].AvgJCT = round3(sumJ[n] / float64(out[n].Jobs))
+		out[n].AvgQueue = round3(sumQ[n] / float64(out[n].Jobs))
+	}
+	slices.SortFunc(out, func(a, b Breakdown) int { return less(a.Key, b.Key) })
+	return out
 }
 
 func round3(x float64) float64 { return math.Round(x*1000) / 1000 }
@@ -113,6 +171,12 @@ func (e *engine) result() *Result {
 		s.GPUUtil = math.Round(e.util.busyTotal/(float64(e.cfg.Shape.GPUs())*makespan.Seconds())*1e6) / 1e6
 	}
 	s.SharedJobs = e.shared
+	s.SubBatchSharedJobs = e.subShared
+	s.ByModel = breakdown(r.Jobs, func(j *JobResult) string { return j.Model }, strings.Compare)
+	bucketOrder := []string{"1", "2", "3–4", "5–8", "≥9"}
+	s.ByGPUs = breakdown(r.Jobs, func(j *JobResult) string { return gpuBucket(j.GPUs) }, func(a, b string) int {
+		return slices.Index(bucketOrder, a) - slices.Index(bucketOrder, b)
+	})
 	s.Preemptions = pre
 	s.RestartS = round3(e.restartTotal.Seconds())
 	s.RestartCost = e.cfg.Restart.String()

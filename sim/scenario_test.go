@@ -405,3 +405,22 @@ func TestNoPreemptionOfAPlannedPartner(t *testing.T) {
 		t.Errorf("log:\n%s\nwant it to begin:\n%s", got, want)
 	}
 }
+
+func TestSharedOnlyThanksToSubBatch(t *testing.T) {
+	// 1 GPU of 16 GiB. Job 1 runs at sub-batch 64 (10 GiB); job 2 fits next to it only at
+	// sub-batch 32 (4 GiB), and shares there: counted, with the breakdowns by model and size.
+	s := newScenario(t, 1, 1, 16).model("a", cfgSpec{64, 1, 10}, cfgSpec{32, 1.2, 4}).
+		pair("a", 64, "a", 64, 1.1).pair("a", 32, "a", 64, 1.1).pair("a", 64, "a", 32, 1.1).pair("a", 32, "a", 32, 1.1).
+		job(1, "a", 1, 0, 1000).job(2, "a", 1, 10, 50)
+	r := s.run("sjf-bsbf")
+	if want := "0.000 start 1 [0-0] sub 64 with []\n10.000 start 2 [0-0] sub 32 with [1]\n"; s.log() != want {
+		t.Fatalf("log:\n%s\nwant:\n%s", s.log(), want)
+	}
+	if r.Summary.SubBatchSharedJobs != 1 {
+		t.Errorf("subbatch_shared_jobs %d, want 1", r.Summary.SubBatchSharedJobs)
+	}
+	if len(r.Summary.ByModel) != 1 || r.Summary.ByModel[0].Key != "a" || r.Summary.ByModel[0].Jobs != 2 ||
+		len(r.Summary.ByGPUs) != 1 || r.Summary.ByGPUs[0].Key != "1" || !near(r.Summary.ByGPUs[0].AvgJCT, r.Summary.AvgJCT) {
+		t.Errorf("breakdowns %+v %+v", r.Summary.ByModel, r.Summary.ByGPUs)
+	}
+}
