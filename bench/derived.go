@@ -43,6 +43,8 @@ func copyTable(t *profile.Table, name string) (*profile.Table, error) {
 //     per micro-step and gradients synchronise once, step_g(B, b) = t_g(b) + (k−1)·c(b), where
 //     t_g(b) is the measured step time of batch b on g GPUs and c(b) = min(t_1(b), t_g(b)) its
 //     compute part: the base has no synchronisation times, and one GPU does not synchronise.
+//     It is raised to t_g(B) where it would be lower: k micro-steps of b samples do at least
+//     the work of one step of B samples, so they cannot be faster.
 //   - Memory: that of the micro-batch, i.e. of configuration (b, b) (the profiles' memory
 //     estimate depends on the sub-batch only); it stays marked as an estimate where it was one.
 //   - Slowdowns: a job accumulating micro-batches of b samples runs the kernels of a job of
@@ -61,7 +63,7 @@ func DeriveSubBatches(base *profile.Table, name string) (*profile.Table, error) 
 		model        string
 		batch, micro int
 	}
-	added := 0
+	added, clamped := 0, 0
 	origin := map[profile.Config]profile.Config{} // every config → the (b, b) config whose kernels it runs
 	for mi := range t.Models {
 		m := &t.Models[mi]
@@ -95,7 +97,12 @@ func DeriveSubBatches(base *profile.Table, name string) (*profile.Table, error) 
 				iter := profile.GPUMap{}
 				for g, tg := range micro.IterS {
 					c := math.Min(t1, tg)
-					iter[g] = round9(tg + float64(k-1)*c)
+					step := round9(tg + float64(k-1)*c)
+					// k micro-steps never beat one step at the full batch on as many GPUs.
+					if full, ok := plain[bigB].IterS.At(g); ok && step < full {
+						step, clamped = full, clamped+1
+					}
+					iter[g] = step
 				}
 				extra = append(extra, profile.Solo{Batch: bigB, SubBatch: b, IterS: iter,
 					MemBytes: micro.MemBytes, MemEstimated: micro.MemEstimated})
@@ -143,7 +150,8 @@ func DeriveSubBatches(base *profile.Table, name string) (*profile.Table, error) 
 	t.Provenance.Command = "bench.DeriveSubBatches(" + path.Base(name) + ")"
 	t.Notes = append(t.Notes,
 		fmt.Sprintf("DERIVED from %s by bench.DeriveSubBatches: %d gradient-accumulation configurations (batch k·b, sub-batch b; k = 2, 4, 8) and %d pairs added; REPRODUCE.md states the derivation", path.Base(name), added, newPairs),
-		"derived step time (Pollux's accumulation model): step_g(k·b, b) = t_g(b) + (k−1)·min(t_1(b), t_g(b)); derived memory = that of the micro-batch b; derived ξ = the measured ξ of the two micro-batches (the optimizer update is neglected)",
+		"derived step time (Pollux's accumulation model): step_g(k·b, b) = t_g(b) + (k−1)·min(t_1(b), t_g(b)), and never below the measured t_g(k·b) of one full-batch step; derived memory = that of the micro-batch b; derived ξ = the measured ξ of the two micro-batches (the optimizer update is neglected)",
+		fmt.Sprintf("%d derived step times were raised to the full batch's measured step time", clamped),
 	)
 	if err := t.Normalize(); err != nil {
 		return nil, fmt.Errorf("bench: derived profile from %s: %w", name, err)

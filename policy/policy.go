@@ -111,6 +111,9 @@ type Note struct {
 // Option is one way to run a job: a sub-batch, its exclusive step time on the job's GPU count
 // and its memory per GPU.
 type Option struct {
+	// Batch is the configuration's global batch per GPU (the profile's, through the model map);
+	// SubBatch < Batch means gradient accumulation.
+	Batch    int
 	SubBatch int
 	Excl     time.Duration
 	Mem      int64

@@ -141,7 +141,8 @@ func (e *engine) result() *Result {
 		}
 		jct := st.end - j.Submit
 		queue := jct - j.P.Exec
-		r.Jobs[i] = JobResult{ID: j.ID, Model: j.Model, GPUs: j.GPUs, Batch: j.Batch, SubBatch: j.Options[j.Opt].SubBatch,
+		o := j.Options[j.Opt]
+		r.Jobs[i] = JobResult{ID: j.ID, Model: j.Model, GPUs: j.GPUs, Batch: o.Batch, SubBatch: o.SubBatch,
 			Submit: j.Submit, Start: st.start, End: st.end, JCT: jct, Queue: queue, Solo: st.solo, Shared: st.sharedFor, Preempts: j.Preempts}
 		jcts[i] = jct
 		sumJCT += jct.Seconds()

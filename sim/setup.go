@@ -140,7 +140,7 @@ func (s *setup) build(t trace.Job, file string) (*policy.Job, string, error) {
 				tooBig = mem
 				continue
 			}
-			j.Options = append(j.Options, policy.Option{SubBatch: sub, Excl: s.scaled(excl), Mem: mem, Cfg: s.intern(c.String(), c)})
+			j.Options = append(j.Options, policy.Option{Batch: batch, SubBatch: sub, Excl: s.scaled(excl), Mem: mem, Cfg: s.intern(c.String(), c)})
 		}
 		if len(j.Options) == 0 && tooBig > 0 {
 			return nil, "", fmt.Errorf("%s: model %s needs %.1f GiB per GPU even at its smallest profiled sub-batch; GPUs have %.1f GiB", where, model, float64(tooBig)/float64(cluster.GiB), float64(capBytes)/float64(cluster.GiB))
@@ -155,7 +155,7 @@ func (s *setup) build(t trace.Job, file string) (*policy.Job, string, error) {
 		}
 		name := fmt.Sprintf("%s/%d (trace)", t.Model, t.Batch)
 		s.noProf[name]++
-		j.Options = []policy.Option{{SubBatch: t.Batch, Excl: s.scaled(t.IterTime), Mem: capBytes, Cfg: s.intern(name, profile.Config{})}}
+		j.Options = []policy.Option{{Batch: t.Batch, SubBatch: t.Batch, Excl: s.scaled(t.IterTime), Mem: capBytes, Cfg: s.intern(name, profile.Config{})}}
 	}
 	for k, o := range j.Options {
 		if o.Excl < j.Options[j.Fast].Excl {
