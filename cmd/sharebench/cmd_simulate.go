@@ -129,7 +129,15 @@ func (o *simulateOpts) run(ctx context.Context, stdout io.Writer) error {
 			return err
 		}
 	}
-	jobs, err := trace.ReadFile(o.trace, f, trace.Options{Seed: o.seed})
+	opts := trace.Options{Seed: o.seed}
+	if prof != nil {
+		// A job table without models (Philly) gets the authors' eight models with the profile's
+		// step times, as the experiments do, so its jobs keep their durations on one GPU.
+		if opts.PhillyModels, err = bench.ProfileModels(prof, mm); err != nil && f == trace.FormatPhilly {
+			return err
+		}
+	}
+	jobs, err := trace.ReadFile(o.trace, f, opts)
 	if err != nil {
 		return err
 	}
