@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sharebench/sharebench/cluster"
+	"github.com/sharebench/sharebench/sim"
 )
 
 // Labels name the shipped sets of experiments of "sharebench reproduce --label".
@@ -54,9 +55,29 @@ type Setting struct {
 	Params []Param
 	// DropOversized drops jobs larger than the cluster (with a note in the summary).
 	DropOversized bool
+	// Engine holds the engine's options.
+	Engine EngineSpec
 	// LoadCandidates are cluster sizes (GPUs) for which run.json lists the trace's offered
 	// load, to argue the choice of cluster size.
 	LoadCandidates []int
+}
+
+// EngineSpec holds the engine's options of a run (sim.Config).
+type EngineSpec struct {
+	// RestartCost is what a preempted job pays when it starts again (sim.ParseRestartCost);
+	// empty means "auto".
+	RestartCost string `json:"restart_cost,omitempty"`
+	// IterTimeScale and OverheadEveryEvent are the Muri simulator's lineage effects.
+	IterTimeScale      float64 `json:"iter_time_scale,omitempty"`
+	OverheadEveryEvent bool    `json:"overhead_every_event,omitempty"`
+}
+
+// restart returns the restart cost of the spec.
+func (e EngineSpec) restart() (sim.RestartCost, error) {
+	if e.RestartCost == "" {
+		return sim.RestartCost{Source: sim.RestartAuto}, nil
+	}
+	return sim.ParseRestartCost(e.RestartCost)
 }
 
 // ClusterSpec is a homogeneous cluster.

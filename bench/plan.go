@@ -38,6 +38,8 @@ type RunSpec struct {
 	Cluster       ClusterSpec `json:"cluster"`
 	Interval      Seconds     `json:"interval_s"`
 	DropOversized bool        `json:"drop_oversized,omitempty"`
+	// Engine holds the engine's options (restart costs, the Muri lineage's effects).
+	Engine EngineSpec `json:"engine,omitzero"`
 	// Labels are written into summary.json: experiment, trace, the swept parameters and the
 	// variant.
 	Labels map[string]string `json:"labels"`
@@ -90,7 +92,7 @@ func expand(exps []Experiment) ([]RunSpec, error) {
 					r := RunSpec{
 						Experiment: e.Name, Setting: s.Name, Series: se.Name, Policy: se.Policy, Seed: seed,
 						Trace: s.Trace, Profile: s.Profile, Cluster: s.Cluster, Interval: Seconds(s.Interval),
-						DropOversized: s.DropOversized, Keep: e.Keep, LoadCandidates: slices.Clone(s.LoadCandidates),
+						DropOversized: s.DropOversized, Engine: s.Engine, Keep: e.Keep, LoadCandidates: slices.Clone(s.LoadCandidates),
 					}
 					r.ID = fmt.Sprintf("%s/%s/%s/seed-%d", e.Name, s.Name, se.Name, seed)
 					r.Labels = map[string]string{"experiment": e.Name, "trace": s.Trace.Name}

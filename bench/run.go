@@ -162,9 +162,14 @@ func (r *RunSpec) execute(ctx context.Context, in *Inputs, outRoot string) error
 			dir.Abort()
 		}
 	}()
+	restart, err := r.Engine.restart()
+	if err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
 	spec := SimSpec{Jobs: jobs, TraceName: r.traceName(), Shape: shape, Policy: r.Policy, Profile: prof,
 		ProfileName: rec.Profile, ModelMap: mm, Interval: time.Duration(r.Interval), DropOversized: r.DropOversized,
-		Restart: sim.RestartCost{Source: sim.RestartAuto}, Seed: r.Seed, Labels: r.Labels}
+		Restart: restart, IterScale: r.Engine.IterTimeScale, OverheadEveryEvent: r.Engine.OverheadEveryEvent,
+		Seed: r.Seed, Labels: r.Labels}
 	var flush func() error
 	var logFile *os.File
 	if r.Keep.DecisionsUpTo > 0 && len(jobs) <= r.Keep.DecisionsUpTo {

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/sharebench/sharebench/sim"
 )
 
 // An experiment spec is one YAML document describing an experiment: its traces, profiles,
@@ -25,21 +27,25 @@ import (
 
 // specDoc is the YAML form of an experiment.
 type specDoc struct {
-	Name        string                 `yaml:"name"`
-	Title       string                 `yaml:"title"`
-	Profiles    map[string]specProfile `yaml:"profiles"`
-	Profile     string                 `yaml:"profile"`
-	Traces      map[string]specTrace   `yaml:"traces"`
-	Cluster     specCluster            `yaml:"cluster"`
-	IntervalS   float64                `yaml:"interval_s"`
-	Grid        yaml.Node              `yaml:"grid"`
-	SettingName string                 `yaml:"setting_name"`
-	Settings    []specSetting          `yaml:"settings"`
-	Policies    []specPolicy           `yaml:"policies"`
-	Seeds       specSeeds              `yaml:"seeds"`
-	Baselines   []string               `yaml:"baselines"`
-	Keep        Keep                   `yaml:"keep"`
-	Analysis    specAnalysis           `yaml:"analysis"`
+	Name      string                 `yaml:"name"`
+	Title     string                 `yaml:"title"`
+	Profiles  map[string]specProfile `yaml:"profiles"`
+	Profile   string                 `yaml:"profile"`
+	Traces    map[string]specTrace   `yaml:"traces"`
+	Cluster   specCluster            `yaml:"cluster"`
+	IntervalS float64                `yaml:"interval_s"`
+	// Engine options for every setting (a setting or grid axis may override them).
+	RestartCost        string        `yaml:"restart_cost"`
+	IterTimeScale      float64       `yaml:"iter_time_scale"`
+	OverheadEveryEvent bool          `yaml:"overhead_every_event"`
+	Grid               yaml.Node     `yaml:"grid"`
+	SettingName        string        `yaml:"setting_name"`
+	Settings           []specSetting `yaml:"settings"`
+	Policies           []specPolicy  `yaml:"policies"`
+	Seeds              specSeeds     `yaml:"seeds"`
+	Baselines          []string      `yaml:"baselines"`
+	Keep               Keep          `yaml:"keep"`
+	Analysis           specAnalysis  `yaml:"analysis"`
 }
 
 type specProfile struct {
@@ -65,25 +71,30 @@ type specCluster struct {
 // specSetting is one explicit setting, or the values of one cell of the grid. Unset fields
 // take the experiment's values.
 type specSetting struct {
-	Name           string            `yaml:"name"`
-	Trace          string            `yaml:"trace"`
-	Profile        string            `yaml:"profile"`
-	Nodes          int               `yaml:"nodes"`
-	GPUsPerNode    int               `yaml:"gpus_per_node"`
-	MemGiB         float64           `yaml:"gpu_mem_gib"`
-	IntervalS      *float64          `yaml:"interval_s"`
-	Load           float64           `yaml:"load"`
-	XiScale        float64           `yaml:"xi_scale"`
-	DropOversized  bool              `yaml:"drop_oversized"`
-	LoadCandidates []int             `yaml:"load_candidates"`
-	Labels         map[string]string `yaml:"labels"`
-	line           int
+	Name           string   `yaml:"name"`
+	Trace          string   `yaml:"trace"`
+	Profile        string   `yaml:"profile"`
+	Nodes          int      `yaml:"nodes"`
+	GPUsPerNode    int      `yaml:"gpus_per_node"`
+	MemGiB         float64  `yaml:"gpu_mem_gib"`
+	IntervalS      *float64 `yaml:"interval_s"`
+	Load           float64  `yaml:"load"`
+	XiScale        float64  `yaml:"xi_scale"`
+	DropOversized  bool     `yaml:"drop_oversized"`
+	LoadCandidates []int    `yaml:"load_candidates"`
+	// Engine options: the restart cost and the Muri lineage's effects.
+	RestartCost        string            `yaml:"restart_cost"`
+	IterTimeScale      float64           `yaml:"iter_time_scale"`
+	OverheadEveryEvent *bool             `yaml:"overhead_every_event"`
+	Labels             map[string]string `yaml:"labels"`
+	line               int
 }
 
 // UnmarshalYAML records the setting's line and rejects unknown keys.
 func (s *specSetting) UnmarshalYAML(n *yaml.Node) error {
 	if err := checkKeys(n, "name", "trace", "profile", "nodes", "gpus_per_node", "gpu_mem_gib", "interval_s",
-		"load", "xi_scale", "drop_oversized", "load_candidates", "labels"); err != nil {
+		"load", "xi_scale", "drop_oversized", "load_candidates", "labels", "restart_cost", "iter_time_scale",
+		"overhead_every_event"); err != nil {
 		return err
 	}
 	type plain specSetting
@@ -214,7 +225,8 @@ func yamlMessage(err error) string {
 }
 
 // gridKeys are the settings fields a grid axis may sweep, with the run label each writes.
-var gridKeys = []string{"trace", "profile", "nodes", "gpus_per_node", "gpu_mem_gib", "interval_s", "load", "xi_scale"}
+var gridKeys = []string{"trace", "profile", "nodes", "gpus_per_node", "gpu_mem_gib", "interval_s", "load", "xi_scale",
+	"restart_cost", "iter_time_scale", "overhead_every_event"}
 
 // PathResolver turns a path written in a spec into an input name: "data:" (the public data
 // directory) and "repo:" (the sharebench repository) names are kept, anything else is relative
@@ -493,6 +505,16 @@ func setAxis(s *specSetting, key string, v *yaml.Node) error {
 		s.Load, err = num()
 	case "xi_scale":
 		s.XiScale, err = num()
+	case "restart_cost":
+		if _, perr := sim.ParseRestartCost(v.Value); perr != nil && v.Value != "auto" {
+			err = perr
+		}
+		s.RestartCost = v.Value
+	case "iter_time_scale":
+		s.IterTimeScale, err = num()
+	case "overhead_every_event":
+		b, perr := strconv.ParseBool(v.Value)
+		s.OverheadEveryEvent, err = &b, perr
 	}
 	return err
 }
@@ -587,8 +609,27 @@ func (p *specParser) setting(s specSetting, traces map[string]TraceSpec, profile
 	if ivS < 0 || ivS > 1e7 {
 		return Setting{}, p.errAt(line, "", "setting %s: interval_s must be in [0, 1e7]", s.Name)
 	}
+	eng := EngineSpec{RestartCost: d.RestartCost, IterTimeScale: d.IterTimeScale, OverheadEveryEvent: d.OverheadEveryEvent}
+	if s.RestartCost != "" {
+		eng.RestartCost = s.RestartCost
+	}
+	if s.IterTimeScale != 0 {
+		eng.IterTimeScale = s.IterTimeScale
+	}
+	if s.OverheadEveryEvent != nil {
+		eng.OverheadEveryEvent = *s.OverheadEveryEvent
+	}
+	if eng.RestartCost == "auto" {
+		eng.RestartCost = ""
+	}
+	if _, err := eng.restart(); err != nil {
+		return Setting{}, p.errAt(line, "", "setting %s: %v", s.Name, err)
+	}
+	if sc := eng.IterTimeScale; sc < 0 || sc > 1e6 {
+		return Setting{}, p.errAt(line, "", "setting %s: iter_time_scale must be in (0, 1e6]", s.Name)
+	}
 	set := Setting{Name: s.Name, Trace: ts, Profile: ps, Cluster: c, Interval: time.Duration(math.Round(ivS * 1e9)),
-		DropOversized: s.DropOversized, LoadCandidates: s.LoadCandidates}
+		DropOversized: s.DropOversized, LoadCandidates: s.LoadCandidates, Engine: eng}
 	keys := make([]string, 0, len(s.Labels))
 	for k := range s.Labels {
 		keys = append(keys, k)
