@@ -152,12 +152,16 @@ func Summarize(runs []*results.Run, opt SummaryOptions) (Table, error) {
 	}
 	l := newLayout(groups)
 	dHeader := "Δ avg JCT vs " + base + " (%)"
-	missing := false
+	missing, subShared := false, false
 	for _, r := range runs {
 		missing = missing || r.Summary.MissingPairs > 0
+		subShared = subShared || r.Summary.SubBatchSharedJobs > 0
 	}
 	header := []string{"policy", "seeds", "avg JCT (s)", "± 95% CI (s)", dHeader, "± 95% CI (pp)",
 		"p99 JCT (s)", "makespan (s)", "avg queue (s)", "GPU util (%)", "shared jobs", "preemptions"}
+	if subShared {
+		header = append(header, "shared only at a smaller sub-batch")
+	}
 	if missing {
 		header = append(header, "missing pairs")
 	}
@@ -197,6 +201,9 @@ func Summarize(runs []*results.Run, opt SummaryOptions) (Table, error) {
 			fmtCount(Mean(g.values(func(s *results.Summary) float64 { return float64(s.SharedJobs) }))),
 			fmtCount(Mean(g.values(func(s *results.Summary) float64 { return float64(s.Preemptions) }))),
 		)
+		if subShared {
+			row = append(row, fmtCount(Mean(g.values(func(s *results.Summary) float64 { return float64(s.SubBatchSharedJobs) }))))
+		}
 		if missing {
 			row = append(row, fmtCount(Mean(g.values(func(s *results.Summary) float64 { return float64(s.MissingPairs) }))))
 		}
@@ -213,6 +220,9 @@ func Summarize(runs []*results.Run, opt SummaryOptions) (Table, error) {
 	}
 	if l.settings != nil {
 		t.Notes = append(t.Notes, "setting lists only what differs between the rows (labels, cluster, GPU memory, interval, profile).")
+	}
+	if subShared {
+		t.Notes = append(t.Notes, "shared only at a smaller sub-batch: jobs that shared GPUs at a sub-batch below their largest because the largest would not have fit next to their partners in GPU memory, mean over seeds.")
 	}
 	if missing {
 		t.Notes = append(t.Notes, "missing pairs: configuration pairs the policy wanted to share that the profile lacks (never shared), mean over seeds.")

@@ -386,7 +386,7 @@ func writeProfiles(env Env, dir string, plan []RunSpec, formats []string, withJS
 			return err
 		}
 		tables := analysis.ProfileTables(t, spec.Name())
-		if spec.Derive != DeriveNone {
+		if spec.Derive == DeriveSubBatch {
 			tables = tables[:1] // the configurations; the ξ matrix of every derived pair is too large to read
 			if withJSON {
 				var buf bytes.Buffer

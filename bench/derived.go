@@ -185,6 +185,39 @@ func ScaleXi(base *profile.Table, s float64) (*profile.Table, error) {
 	return t, nil
 }
 
+// SymmetricXi returns a copy of a profile in which both directions of every pair have the
+// same slowdown, the mean of the two measured ones: ξ'(a|b) = ξ'(b|a) = (ξ(a|b) + ξ(b|a)) / 2,
+// per GPU count and mode. A pair measured in one direction only keeps its value. It tests how
+// much of a policy's behaviour comes from the asymmetry of the measured interference.
+func SymmetricXi(base *profile.Table) (*profile.Table, error) {
+	t, err := copyTable(base, "symmetric profile")
+	if err != nil {
+		return nil, err
+	}
+	type key struct {
+		a, b profile.Config
+		gpus int
+		mode profile.Mode
+	}
+	xi := map[key]float64{}
+	for _, p := range base.Pairs {
+		xi[key{p.A, p.B, p.GPUs, p.Mode}] = p.Xi
+	}
+	for i := range t.Pairs {
+		p := &t.Pairs[i]
+		if back, ok := xi[key{p.B, p.A, p.GPUs, p.Mode}]; ok {
+			p.Xi = round9((p.Xi + back) / 2)
+		}
+		p.CI = nil
+	}
+	t.Source = base.Source + ", ξ symmetric"
+	t.Notes = append(t.Notes, "SYMMETRIC by bench.SymmetricXi: both directions of every pair set to the mean of the two measured slowdowns (sensitivity analysis; not a measurement); confidence intervals dropped")
+	if err := t.Normalize(); err != nil {
+		return nil, fmt.Errorf("bench: symmetric profile: %w", err)
+	}
+	return t, nil
+}
+
 // round9 rounds to 1e-9, so derived numbers print without binary noise.
 func round9(x float64) float64 { return math.Round(x*1e9) / 1e9 }
 

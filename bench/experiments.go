@@ -42,7 +42,10 @@ func loadTable() (map[string][]Experiment, error) {
 				tableErr = err
 				return
 			}
-			slices.Sort(files)
+			// File-name order, a name before its sub-experiments (E4.yaml before E4-philly.yaml).
+			slices.SortFunc(files, func(a, b string) int {
+				return strings.Compare(strings.TrimSuffix(a, ".yaml"), strings.TrimSuffix(b, ".yaml"))
+			})
 			for _, f := range files {
 				data, err := specFS.ReadFile(f)
 				if err != nil {

@@ -41,6 +41,8 @@ const (
 	DeriveNone = ""
 	// DeriveSubBatch adds gradient-accumulation configurations (see DeriveSubBatches).
 	DeriveSubBatch = "subbatch"
+	// DeriveSymmetric makes every slowdown symmetric (see SymmetricXi).
+	DeriveSymmetric = "symmetric"
 )
 
 // ProfileSpec says which interference profile a run uses and how it is transformed.
@@ -172,6 +174,8 @@ func (in *Inputs) Profile(spec ProfileSpec) (*profile.Table, error) {
 			switch spec.Derive {
 			case DeriveSubBatch:
 				return DeriveSubBatches(t, spec.File)
+			case DeriveSymmetric:
+				return SymmetricXi(t)
 			default:
 				return nil, fmt.Errorf("bench: profile %s: unknown derivation %q", spec.File, spec.Derive)
 			}

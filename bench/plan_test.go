@@ -112,35 +112,31 @@ func TestPlanLabels(t *testing.T) {
 				t.Errorf("%s: no %s label in %v", r.ID, k, r.Labels)
 			}
 		}
-		isVariant := slices.Contains([]string{"tiresias-testbed", "tiresias-authors", "never-share", "always-share", "theorem-1", "sjf-bsbf-fixed"}, r.Series)
+		isVariant := slices.Contains([]string{"tiresias-authors", "tiresias-entry-order", "tiresias-entry-order-4q", "never-share", "always-share", "theorem-1", "sjf-bsbf-fixed"}, r.Series)
 		if v, ok := r.Labels["variant"]; ok != isVariant || (ok && v != r.Series) {
 			t.Errorf("%s: variant label %q (set: %v)", r.ID, v, ok)
 		}
 	}
-	// Every experiment compares the five policies, or their ablation variants.
+	// Every experiment compares the policies of its question.
 	for _, e := range Experiments(LabelPaper) {
 		names := map[string]bool{}
 		for _, s := range e.Series {
 			names[s.Policy] = true
 		}
-		switch e.Name {
-		case "E4":
-			for _, p := range []string{"sjf-no-preempt", "sjf-ffs", "sjf-bsbf"} {
-				if !names[p] {
-					t.Errorf("E4 lacks %s", p)
-				}
-			}
-		case "E5":
-			for _, p := range []string{"sjf-bsbf-fixed", "sjf-ffs", "sjf-bsbf"} {
-				if !names[p] {
-					t.Errorf("E5 lacks %s", p)
-				}
-			}
-		default:
-			for _, p := range []string{"fifo", "sjf", "tiresias", "sjf-ffs", "sjf-bsbf"} {
-				if !names[p] {
-					t.Errorf("%s lacks %s", e.Name, p)
-				}
+		want := []string{"fifo", "sjf", "tiresias", "tiresias-testbed", "sjf-ffs", "sjf-bsbf"}
+		switch {
+		case strings.HasPrefix(e.Name, "E4"):
+			want = []string{"sjf-no-preempt", "sjf-ffs", "sjf-bsbf"}
+		case e.Name == "E5":
+			want = []string{"sjf-bsbf-fixed", "sjf-ffs", "sjf-bsbf"}
+		case e.Name == "E6-xi", e.Name == "E6-profiles":
+			want = []string{"tiresias", "tiresias-testbed", "sjf-ffs", "sjf-bsbf"}
+		case e.Name == "E0":
+			want = []string{"tiresias", "tiresias-entry-order", "tiresias-testbed", "sjf-bsbf"}
+		}
+		for _, p := range want {
+			if !names[p] {
+				t.Errorf("%s lacks %s", e.Name, p)
 			}
 		}
 	}
