@@ -102,3 +102,20 @@ func Labels() []string {
 	slices.Sort(ls)
 	return ls
 }
+
+// WithProfile returns the experiments with every use of the shipped default profile
+// (ProfileGavelV100) replaced by the profile file and its model map (empty: the identity), its
+// derivations and ξ scales kept: the paper's experiments under another profile.
+func WithProfile(exps []Experiment, file, modelMap string) []Experiment {
+	out := slices.Clone(exps)
+	for i := range out {
+		out[i].Settings = slices.Clone(out[i].Settings)
+		for k := range out[i].Settings {
+			p := &out[i].Settings[k].Profile
+			if strings.TrimPrefix(p.File, "repo:") == ProfileGavelV100 {
+				p.File, p.ModelMap = file, modelMap
+			}
+		}
+	}
+	return out
+}

@@ -235,6 +235,16 @@ func LoadRun(dir string) (*Run, error) {
 	return r, nil
 }
 
+// LoadSummary loads a run directory's summary.json only (no jobs or utilization), for reports
+// over many runs.
+func LoadSummary(dir string) (*Run, error) {
+	s, err := readSummary(filepath.Join(dir, SummaryFile))
+	if err != nil {
+		return nil, err
+	}
+	return &Run{Dir: dir, Summary: *s}, nil
+}
+
 // LoadRuns loads each directory with LoadRun, in the order given.
 func LoadRuns(dirs ...string) ([]*Run, error) {
 	runs := make([]*Run, 0, len(dirs))

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -31,6 +32,7 @@ and figures/, profiles/, README.md, claims.* and failures.*. A directory holding
 // reproduceOpts are the flags of "sharebench reproduce".
 type reproduceOpts struct {
 	label, out, only, one    string
+	profile, modelMap, exps  string
 	jobs                     int
 	figuresOnly, list, force bool
 	timeout                  time.Duration
@@ -52,7 +54,10 @@ func newReproduceCmd() *cobra.Command {
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&o.label, "label", bench.LabelPaper, "`label` of the experiments to run: paper (the full reproduction) or smoke (seconds)")
+	fs.StringVar(&o.label, "label", bench.LabelPaper, "`label` of the experiments to run: paper (the full reproduction) or smoke (seconds); with --profile, any name for the results (results/LABEL)")
+	fs.StringVar(&o.profile, "profile", "", "rerun the paper's experiments with this profile `file` instead of the shipped Gavel V100 one (e.g. one measured by sharebench profile run)")
+	fs.StringVar(&o.exps, "experiments", bench.LabelPaper, "with --profile: the shipped `experiments` to rerun (paper or smoke)")
+	fs.StringVar(&o.modelMap, "model-map", "", "with --profile: the model-map `file` from the traces' models onto the profile's (default: none, the profile names the authors' models)")
 	fs.StringVar(&o.out, "out", "", "output `directory` (default results/<label>)")
 	fs.IntVar(&o.jobs, "jobs", 0, "runs executed at once (0: GOMAXPROCS)")
 	fs.StringVar(&o.only, "only", "", "comma-separated `experiments` to run and aggregate (E2 also selects E2-*)")
@@ -72,9 +77,13 @@ func newReproduceCmd() *cobra.Command {
 // executes them in parallel (each writing its own run directory), and aggregates the run
 // directories into tables and figures.
 func (o *reproduceOpts) run(ctx context.Context, stdout, stderr io.Writer) error {
-	plan := bench.Plan(o.label)
-	if len(plan) == 0 {
-		return usagef("reproduce: unknown label %q (known: %s)", o.label, strings.Join(bench.Labels(), ", "))
+	exps, err := o.experiments()
+	if err != nil {
+		return err
+	}
+	plan, err := bench.PlanOf(exps)
+	if err != nil {
+		return fmt.Errorf("reproduce: %w", err)
 	}
 	var sel []string
 	if o.only != "" {
@@ -134,7 +143,7 @@ func (o *reproduceOpts) run(ctx context.Context, stdout, stderr io.Writer) error
 				return fmt.Errorf("reproduce: %w", err)
 			}
 		}
-		outcomes, err := o.sw.sweep(ctx, in, runs, o.out, o.label, nil, bench.SweepOptions{
+		outcomes, err := o.sw.sweep(ctx, in, runs, o.out, o.label, o.taskCommand(), bench.SweepOptions{
 			Jobs: o.jobs, RunTimeout: o.timeout, Progress: stderr, Terminal: progressTerminal(stderr)})
 		if err != nil {
 			return fmt.Errorf("reproduce: %w", err)
@@ -146,7 +155,7 @@ func (o *reproduceOpts) run(ctx context.Context, stdout, stderr io.Writer) error
 		}
 	}
 	start := time.Now()
-	failures, err := bench.Aggregate(env, o.out, runs, bench.AggregateOptions{Label: o.label, Whole: whole, ProfileJSON: o.label != bench.LabelSmoke})
+	failures, err := bench.Aggregate(env, o.out, runs, bench.AggregateOptions{Label: o.label, Whole: whole, ProfileJSON: o.label != bench.LabelSmoke, Experiments: exps})
 	if err != nil {
 		return fmt.Errorf("reproduce: %w", err)
 	}
@@ -166,6 +175,56 @@ func (o *reproduceOpts) run(ctx context.Context, stdout, stderr io.Writer) error
 		return errors.New("reproduce: some runs failed")
 	}
 	return nil
+}
+
+// experiments returns the experiments to run: the shipped ones of the label, or with --profile
+// the paper's, with the profile (and model map) in place of the shipped default.
+func (o *reproduceOpts) experiments() ([]bench.Experiment, error) {
+	shipped := slices.Contains(bench.Labels(), o.label)
+	switch {
+	case o.profile == "" && o.modelMap != "":
+		return nil, usagef("reproduce: --model-map needs --profile")
+	case o.profile == "" && !shipped:
+		return nil, usagef("reproduce: unknown label %q (known: %s; any other label needs --profile)", o.label, strings.Join(bench.Labels(), ", "))
+	case o.profile == "":
+		return bench.Experiments(o.label), nil
+	case shipped:
+		return nil, usagef("reproduce: --profile writes its own results: give it a --label other than %s (e.g. the GPU's name)", strings.Join(bench.Labels(), " or "))
+	}
+	abs := func(p string) (string, error) {
+		if p == "" {
+			return "", nil
+		}
+		if _, err := os.Stat(p); err != nil {
+			return "", fmt.Errorf("reproduce: %w", err)
+		}
+		return filepath.Abs(p)
+	}
+	prof, err := abs(o.profile)
+	if err != nil {
+		return nil, err
+	}
+	mm, err := abs(o.modelMap)
+	if err != nil {
+		return nil, err
+	}
+	o.profile, o.modelMap = prof, mm
+	if !slices.Contains(bench.Labels(), o.exps) {
+		return nil, usagef("reproduce: --experiments %q: want one of %s", o.exps, strings.Join(bench.Labels(), ", "))
+	}
+	return bench.WithProfile(bench.Experiments(o.exps), prof, mm), nil
+}
+
+// taskCommand is the sharebench invocation a batch task runs one run of the plan with.
+func (o *reproduceOpts) taskCommand() []string {
+	cmd := []string{"reproduce", "--label", o.label}
+	if o.profile != "" {
+		cmd = append(cmd, "--experiments", o.exps, "--profile", o.profile)
+		if o.modelMap != "" {
+			cmd = append(cmd, "--model-map", o.modelMap)
+		}
+	}
+	return cmd
 }
 
 // reproduceInputs lists what a plan reads: the module root, the data directories, and every

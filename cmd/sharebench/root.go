@@ -126,6 +126,8 @@ func newRootCmd() *cobra.Command {
 		newProfileCmd(),
 		newReproduceCmd(),
 		newSweepCmd(),
+		newReportCmd(),
+		newCompareCmd(),
 		newTableCmd(),
 		newPlotCmd(),
 		newInternalCmd(),

@@ -1,0 +1,342 @@
+package bench
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/sharebench/sharebench/analysis"
+	"github.com/sharebench/sharebench/results"
+)
+
+// The numbers REPRODUCE.md and the docs cite are generated from a reproduction's run
+// directories into marked regions of those files, so that a stale number is impossible (a test
+// compares the regions with what the committed results give):
+//
+//	<!-- generated:NAME -->
+//	...
+//	<!-- end:NAME -->
+//
+// "sharebench report DIR --update FILE..." rewrites them; Report lists the regions.
+
+// regionStart and regionEnd delimit a generated region.
+const (
+	regionStart = "<!-- generated:"
+	regionEnd   = "<!-- end:"
+)
+
+// Report holds the generated regions of a reproduction, by name, and their order.
+type Report struct {
+	Names   []string
+	Regions map[string]string
+}
+
+func (r *Report) add(name, text string) {
+	if r.Regions == nil {
+		r.Regions = map[string]string{}
+	}
+	r.Names = append(r.Names, name)
+	r.Regions[name] = strings.TrimRight(text, "\n") + "\n"
+}
+
+// BuildReport renders the regions from the run directories of plan below outRoot (summaries
+// only). Experiments whose runs are absent give no region.
+func BuildReport(outRoot string, plan []RunSpec, exps []Experiment) (*Report, error) {
+	byExp := map[string][]*results.Run{}
+	for i := range plan {
+		r := &plan[i]
+		run, err := loadSummaryRun(r.Dir(outRoot))
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				continue
+			}
+			return nil, err
+		}
+		byExp[r.Experiment] = append(byExp[r.Experiment], run)
+	}
+	rep := &Report{}
+	var claimRuns []*results.Run
+	for _, e := range exps {
+		if e.Analysis.Claims {
+			claimRuns = append(claimRuns, byExp[e.Name]...)
+		}
+	}
+	if len(claimRuns) > 0 {
+		t, err := analysis.Claims(claimRuns)
+		if err != nil {
+			return nil, err
+		}
+		rep.add("answer", answer(t))
+	}
+	for _, e := range exps {
+		runs := byExp[e.Name]
+		if len(runs) == 0 {
+			continue
+		}
+		text, err := experimentRegion(e, runs)
+		if err != nil {
+			return nil, fmt.Errorf("bench: report %s: %w", e.Name, err)
+		}
+		rep.add(strings.ToLower(e.Name), text)
+	}
+	return rep, nil
+}
+
+// ClaimRuns loads the summaries of the runs of the experiments that check the paper's claims.
+func ClaimRuns(outRoot string, plan []RunSpec, exps []Experiment) ([]*results.Run, error) {
+	claims := map[string]bool{}
+	for _, e := range exps {
+		claims[e.Name] = e.Analysis.Claims
+	}
+	var runs []*results.Run
+	for i := range plan {
+		if !claims[plan[i].Experiment] {
+			continue
+		}
+		run, err := loadSummaryRun(plan[i].Dir(outRoot))
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		runs = append(runs, run)
+	}
+	return runs, nil
+}
+
+// loadSummaryRun reads a run directory's summary.json only.
+func loadSummaryRun(dir string) (*results.Run, error) {
+	if _, err := os.Stat(filepath.Join(dir, "summary.json")); err != nil {
+		return nil, err
+	}
+	return results.LoadSummary(dir)
+}
+
+// claimRow is one row of the claims table, by column name.
+type claimRow map[string]string
+
+func rowsOf(t analysis.Table) []claimRow {
+	var out []claimRow
+	for _, r := range t.Rows {
+		m := claimRow{}
+		for i, h := range t.Header {
+			m[h] = r[i]
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// where names the row's trace and setting (without the labels other experiments carry).
+func (r claimRow) where() string {
+	parts := []string{r["trace"]}
+	var set []string
+	for _, kv := range strings.Fields(r["setting"]) {
+		if !strings.HasSuffix(kv, "=–") {
+			set = append(set, kv)
+		}
+	}
+	if len(set) > 0 {
+		parts = append(parts, strings.Join(set, " "))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// answer renders, claim by claim and experiment by experiment, the verdicts of the claims table:
+// how often each direction occurs, and under which conditions.
+func answer(t analysis.Table) string {
+	rows := rowsOf(t)
+	var b strings.Builder
+	type claimKey struct{ id, comparison string }
+	var keys []claimKey
+	for _, r := range rows {
+		k := claimKey{r["claim"], r["comparison"]}
+		if !slices.Contains(keys, k) {
+			keys = append(keys, k)
+		}
+	}
+	for _, k := range keys {
+		var mine []claimRow
+		count := map[string]int{}
+		for _, r := range rows {
+			if r["claim"] == k.id && r["comparison"] == k.comparison {
+				mine = append(mine, r)
+				count[r["direction"]]++
+			}
+		}
+		fmt.Fprintf(&b, "- **%s, %s** (paper: %s%%): holds in %d of %d rows, contradicted in %d, inconclusive in %d.\n",
+			k.id, k.comparison, mine[0]["paper Δ avg JCT (%)"], count[analysis.Holds], len(mine), count[analysis.Contradicted], count[analysis.Inconclusive])
+		var exps []string
+		for _, r := range mine {
+			if !slices.Contains(exps, r["experiment"]) {
+				exps = append(exps, r["experiment"])
+			}
+		}
+		for _, e := range exps {
+			var items []string
+			for _, r := range mine {
+				if r["experiment"] != e {
+					continue
+				}
+				item := fmt.Sprintf("%s: %s%%", r.where(), r["our Δ avg JCT (%)"])
+				if ci := r["95% CI (%)"]; ci != "" && ci != "–" {
+					item += " " + ci
+				}
+				item += fmt.Sprintf(" (%s draw%s) %s, %s", r["draws"], plural(r["draws"]), r["direction"], r["magnitude"])
+				items = append(items, item)
+			}
+			fmt.Fprintf(&b, "  - %s — %s.\n", e, strings.Join(items, "; "))
+		}
+	}
+	return b.String()
+}
+
+func plural(n string) string {
+	if n == "1" {
+		return ""
+	}
+	return "s"
+}
+
+// experimentRegion renders an experiment's main summary table, restricted to what the answer
+// needs: the policy, its average JCT with its CI, and Δ against each baseline.
+func experimentRegion(e Experiment, runs []*results.Run) (string, error) {
+	var b strings.Builder
+	for i, base := range e.Analysis.Baselines {
+		sum, err := analysis.Summarize(runs, analysis.SummaryOptions{Baseline: base})
+		if err != nil {
+			return "", err
+		}
+		keep := []string{"experiment", "trace", "setting", "policy", "seeds", "avg JCT (s)", "± 95% CI (s)",
+			"Δ avg JCT vs " + base + " (%)", "± 95% CI (pp)", "shared only at a smaller sub-batch"}
+		if i > 0 {
+			keep = []string{"trace", "setting", "policy", "Δ avg JCT vs " + base + " (%)", "± 95% CI (pp)"}
+		}
+		proj := project(sum, keep)
+		proj.Title = ""
+		proj.Notes = nil
+		if i > 0 {
+			fmt.Fprintf(&b, "\nΔ against %s:\n\n", base)
+		}
+		var buf bytes.Buffer
+		if err := proj.Render(&buf, analysis.Markdown); err != nil {
+			return "", err
+		}
+		b.Write(buf.Bytes())
+	}
+	if len(e.Analysis.Baselines) == 0 {
+		sum, err := analysis.Summarize(runs, analysis.SummaryOptions{})
+		if err != nil {
+			return "", err
+		}
+		proj := project(sum, []string{"trace", "setting", "policy", "seeds", "avg JCT (s)", "± 95% CI (s)"})
+		proj.Title, proj.Notes = "", nil
+		var buf bytes.Buffer
+		if err := proj.Render(&buf, analysis.Markdown); err != nil {
+			return "", err
+		}
+		b.Write(buf.Bytes())
+	}
+	return b.String(), nil
+}
+
+// project keeps the columns of t named in keep (those t has), in t's order; it drops a column
+// whose cells are all the same.
+func project(t analysis.Table, keep []string) analysis.Table {
+	var idx []int
+	for i, h := range t.Header {
+		if !slices.Contains(keep, h) {
+			continue
+		}
+		same, blank := true, true
+		for _, r := range t.Rows {
+			same = same && r[i] == t.Rows[0][i]
+			blank = blank && (r[i] == "–" || r[i] == "")
+		}
+		if blank || same && (h == "experiment" || h == "seeds") {
+			continue
+		}
+		idx = append(idx, i)
+	}
+	out := analysis.Table{Title: t.Title, Notes: t.Notes}
+	for _, i := range idx {
+		out.Header = append(out.Header, t.Header[i])
+	}
+	for _, r := range t.Rows {
+		row := make([]string, len(idx))
+		for k, i := range idx {
+			row[k] = r[i]
+		}
+		out.Rows = append(out.Rows, row)
+	}
+	return out
+}
+
+// regionSpan finds the region name in text: the start of its content and its end.
+func regionSpan(text, name string) (start, end int, ok bool) {
+	open := regionStart + name + " -->\n"
+	close := regionEnd + name + " -->"
+	i := strings.Index(text, open)
+	if i < 0 {
+		return 0, 0, false
+	}
+	j := strings.Index(text[i:], close)
+	if j < 0 {
+		return 0, 0, false
+	}
+	return i + len(open), i + j, true
+}
+
+// RegionNames lists the generated regions a document holds, in order.
+func RegionNames(text string) ([]string, error) {
+	var names []string
+	rest := text
+	for {
+		i := strings.Index(rest, regionStart)
+		if i < 0 {
+			return names, nil
+		}
+		rest = rest[i+len(regionStart):]
+		j := strings.Index(rest, " -->")
+		if j < 0 {
+			return nil, errors.New("unterminated region marker")
+		}
+		name := rest[:j]
+		if !strings.Contains(rest, regionEnd+name+" -->") {
+			return nil, fmt.Errorf("region %s has no end marker", name)
+		}
+		names = append(names, name)
+	}
+}
+
+// Render returns text with every generated region replaced by the report's; a region the
+// report lacks is an error.
+func (r *Report) Render(text, name string) (string, error) {
+	names, err := RegionNames(text)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", name, err)
+	}
+	for _, n := range names {
+		content, ok := r.Regions[n]
+		if !ok {
+			return "", fmt.Errorf("%s: region %q: no such part of the report (have %s)", name, n, strings.Join(r.Names, ", "))
+		}
+		start, end, _ := regionSpan(text, n)
+		text = text[:start] + content + text[end:]
+	}
+	return text, nil
+}
+
+// Full returns every region of the report as one Markdown document.
+func (r *Report) Full() string {
+	var b strings.Builder
+	for _, n := range r.Names {
+		fmt.Fprintf(&b, "## %s\n\n%s\n", n, r.Regions[n])
+	}
+	return b.String()
+}
