@@ -331,12 +331,16 @@ func (s swatch) Thumbnail(c *draw.Canvas) {
 
 // subBatchColors are the batch colours of sub-batch figures (Okabe–Ito without yellow,
 // which is too faint for lines).
-var subBatchColors = []color.NRGBA{oiBlue, oiVermilion, oiGreen, oiPurple, oiOrange, oiSkyBlue, oiGrey}
+var subBatchColors = []color.NRGBA{oiBlue, oiVermilion, oiGreen, oiPurple, oiSkyBlue, oiGrey, oiOrange}
+
+// maxSubBatchCounts is the most GPU counts a sub-batch figure draws.
+const maxSubBatchCounts = 5
 
 // SubBatchFigure draws, for one model of a profile, the solo step time (left) and the memory
 // per GPU (right) against the sub-batch size: colour identifies the batch, dash pattern and
-// marker the GPU count, and the legend lists the two keys separately. Memory series made of
-// estimates are dashed with hollow markers and labelled "estimate".
+// marker the GPU count, and the legend lists the two keys separately. With more than five GPU
+// counts only the powers of two (at most five) are drawn, and the title says so. Memory
+// series made of estimates are dashed with hollow markers and labelled "estimate".
 func SubBatchFigure(t *profile.Table, model string) (*Figure, error) {
 	m := t.Model(model)
 	if m == nil {
@@ -353,6 +357,17 @@ func SubBatchFigure(t *profile.Table, model string) (*Figure, error) {
 	}
 	batchList := slices.Sorted(maps.Keys(batches))
 	counts := gpuCounts(&profile.Table{Models: []profile.Model{*m}})
+	if len(counts) > maxSubBatchCounts {
+		// Too many lines to read: the powers of two only (at most maxSubBatchCounts).
+		var pow []int
+		for _, g := range counts {
+			if g&(g-1) == 0 && len(pow) < maxSubBatchCounts {
+				pow = append(pow, g)
+			}
+		}
+		stepP.Title.Text += fmt.Sprintf(" (%d of %d GPU counts)", len(pow), len(counts))
+		counts = pow
+	}
 	style := func(bi, gi int) seriesStyle {
 		return seriesStyle{Color: subBatchColors[bi%len(subBatchColors)], Dashes: dashPattern(gi), Marker: gi}
 	}
