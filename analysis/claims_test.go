@@ -75,13 +75,13 @@ func TestRelDelta(t *testing.T) {
 	t.Parallel()
 	base := &Group{Runs: []*results.Run{testRun("E", "t", "tiresias", 1, 100), testRun("E", "t", "tiresias", 2, 200), testRun("E", "t", "tiresias", 3, 400)}}
 	x := &Group{Runs: []*results.Run{testRun("E", "t", "sjf-bsbf", 1, 70), testRun("E", "t", "sjf-bsbf", 2, 140), testRun("E", "t", "sjf-bsbf", 3, 320)}}
-	// Per-seed Δ: −30, −30, −20 → mean −26.6667, s = 5.7735, half = 4.3027 · 5.7735/√3 = 14.3423.
+	// Per-seed Δ: −30, −30, −20 → mean −26.6667, s = 5.7735, half = 4.302653 · 5.7735/√3 = 14.342176.
 	d := RelDelta(x, base, AvgJCT)
 	if !d.Paired || d.N != 3 || d.Unpaired != 0 {
 		t.Errorf("RelDelta = %+v, want paired over 3 seeds", d)
 	}
-	if math.Abs(d.Mean-(-26.666667)) > 1e-5 || math.Abs(d.Half-14.342339) > 1e-5 {
-		t.Errorf("RelDelta = %.6f ± %.6f, want −26.666667 ± 14.342339", d.Mean, d.Half)
+	if math.Abs(d.Mean-(-26.666667)) > 1e-5 || math.Abs(d.Half-14.342176) > 1e-5 {
+		t.Errorf("RelDelta = %.6f ± %.6f, want −26.666667 ± 14.342176", d.Mean, d.Half)
 	}
 	// Seeds that do not pair: ratio of the means, no CI.
 	other := &Group{Runs: []*results.Run{testRun("E", "t", "sjf-bsbf", 7, 150), testRun("E", "t", "sjf-bsbf", 8, 250)}}

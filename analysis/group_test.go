@@ -97,9 +97,11 @@ func TestNaturalCompare(t *testing.T) {
 
 func TestSortSeries(t *testing.T) {
 	t.Parallel()
-	names := []string{"zeta", "sjf-bsbf", "alpha", "fifo", "sjf-ffs", "tiresias", "sjf"}
+	names := []string{"zeta", "theorem-1", "sjf-bsbf", "alpha", "tiresias-authors", "fifo", "never-share", "sjf-ffs",
+		"sjf-bsbf-fixed", "tiresias", "always-share", "tiresias-testbed", "sjf", "tiresias-entry-order"}
 	SortSeries(names)
-	want := []string{"fifo", "sjf", "tiresias", "sjf-ffs", "sjf-bsbf", "alpha", "zeta"}
+	want := []string{"fifo", "sjf", "tiresias", "tiresias-entry-order", "tiresias-testbed", "tiresias-authors",
+		"sjf-ffs", "sjf-bsbf", "sjf-bsbf-fixed", "never-share", "always-share", "theorem-1", "alpha", "zeta"}
 	if diff := cmp.Diff(want, names); diff != "" {
 		t.Errorf("SortSeries (-want +got):\n%s", diff)
 	}

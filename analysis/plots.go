@@ -11,6 +11,7 @@ import (
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/text"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
@@ -118,17 +119,6 @@ func newPlot(title, xLabel, yLabel string) *plot.Plot {
 	return p
 }
 
-// timeUnit picks a unit for a time axis whose largest value is maxS seconds.
-func timeUnit(maxS float64) (name string, div float64) {
-	switch {
-	case maxS >= 36000:
-		return "h", 3600
-	case maxS >= 1200:
-		return "min", 60
-	}
-	return "s", 1
-}
-
 // lineFor returns a line plotter with the style of a series.
 func lineFor(xys plotter.XYs, st seriesStyle) (*plotter.Line, error) {
 	l, err := plotter.NewLine(xys)
@@ -152,10 +142,21 @@ func (c *Cell) seriesNames() []string {
 
 // CDFOptions configures the CDF figures.
 type CDFOptions struct {
-	// LogX draws the x axis on a log scale.
+	// LogX forces a log x axis (the same as XScale: ScaleLog).
 	LogX bool
+	// XScale is the x axis scale; with ScaleAuto (the default) the axis is logarithmic when
+	// the positive values span more than a decade.
+	XScale Scale
 	// Title overrides the default title.
 	Title string
+}
+
+// xScale resolves LogX and XScale.
+func (o CDFOptions) xScale() Scale {
+	if o.LogX {
+		return ScaleLog
+	}
+	return o.XScale
 }
 
 // JCTCDF draws the empirical CDF of job completion time, one step line per series, for the
@@ -166,19 +167,19 @@ func JCTCDF(runs []*results.Run, opt CDFOptions) (*Figure, error) {
 		return nil, err
 	}
 	title := orDefault(opt.Title, "JCT distribution — "+c.Name())
-	return cdfFigure(c, title, "job completion time", func(j *results.JobRow) float64 { return j.JCTS }, opt.LogX)
+	return cdfFigure(c, title, "job completion time", func(j *results.JobRow) float64 { return j.JCTS }, opt.xScale())
 }
 
 // QueueCDF draws the empirical CDF of queueing delay (total time pending), like JCTCDF. On a
 // log axis, zero delays are drawn at a floor one decade below the smallest positive delay,
-// and the axis label says so.
+// whose tick is labelled 0.
 func QueueCDF(runs []*results.Run, opt CDFOptions) (*Figure, error) {
 	c, err := oneCell(runs, "queueing-delay CDF")
 	if err != nil {
 		return nil, err
 	}
 	title := orDefault(opt.Title, "Queueing delay distribution — "+c.Name())
-	return cdfFigure(c, title, "queueing delay", func(j *results.JobRow) float64 { return j.QueueS }, opt.LogX)
+	return cdfFigure(c, title, "queueing delay", func(j *results.JobRow) float64 { return j.QueueS }, opt.xScale())
 }
 
 // withLogScale adds "log scale" to an axis label: "memory (GiB)" → "memory (GiB, log scale)".
@@ -205,42 +206,38 @@ func orDefault(s, def string) string {
 	return def
 }
 
-func cdfFigure(c *Cell, title, quantity string, value func(*results.JobRow) float64, logX bool) (*Figure, error) {
+func cdfFigure(c *Cell, title, quantity string, value func(*results.JobRow) float64, scale Scale) (*Figure, error) {
 	samples := map[string][]float64{}
-	maxV, minPos := 0.0, math.Inf(1)
-	zeros := false
+	var all []float64
 	for _, g := range c.Groups {
 		for _, r := range g.Runs {
 			for i := range r.Jobs {
 				v := value(&r.Jobs[i])
 				samples[g.Series] = append(samples[g.Series], v)
-				maxV = max(maxV, v)
-				if v > 0 {
-					minPos = min(minPos, v)
-				} else {
-					zeros = true
-				}
+				all = append(all, v)
 			}
 		}
 	}
-	if maxV == 0 && len(samples) == 0 {
+	if len(all) == 0 {
 		return nil, fmt.Errorf("analysis: %s: the runs have no jobs", title)
 	}
-	unit, div := timeUnit(maxV)
-	xLabel := fmt.Sprintf("%s (%s)", quantity, unit)
-	floor := 0.0
-	if logX {
-		if math.IsInf(minPos, 1) {
-			minPos = div
-		}
-		floor = math.Pow(10, math.Floor(math.Log10(minPos/div))-1)
-		xLabel = fmt.Sprintf("%s (%s, log scale)", quantity, unit)
-		if zeros {
-			xLabel = fmt.Sprintf("%s (%s, log scale; 0 drawn at %s)", quantity, unit, strconv.FormatFloat(floor, 'g', -1, 64))
-		}
+	ax, err := newValueAxis(all, true, scale, true)
+	if err != nil {
+		// A log axis was asked for, but every value is 0: draw it linearly.
+		ax, _ = newValueAxis(all, true, ScaleLinear, true)
+	}
+	xLabel := ax.label(quantity, "")
+	if ax.zero {
+		xLabel = strings.TrimSuffix(xLabel, ")") + "; 0 at the left edge)"
 	}
 	p := newPlot(title, xLabel, "fraction of jobs ≤ x")
 	p.Y.Min, p.Y.Max = 0, 1
+	p.X.Tick.Marker = ax.ticker()
+	if ax.log {
+		p.X.Min = ax.pos(ax.floor)
+	} else {
+		p.X.Min = 0
+	}
 	leg := newLegend()
 	names := c.seriesNames()
 	sty := styles(names)
@@ -251,15 +248,9 @@ func cdfFigure(c *Cell, title, quantity string, value func(*results.JobRow) floa
 		}
 		ex, ef := ECDF(xs)
 		pts := make(plotter.XYs, 0, len(ex)+1)
-		xpos := func(v float64) float64 {
-			if logX {
-				return math.Log10(max(v/div, floor))
-			}
-			return v / div
-		}
-		pts = append(pts, plotter.XY{X: xpos(ex[0]), Y: 0})
+		pts = append(pts, plotter.XY{X: ax.pos(ex[0]), Y: 0})
 		for i := range ex {
-			pts = append(pts, plotter.XY{X: xpos(ex[i]), Y: ef[i]})
+			pts = append(pts, plotter.XY{X: ax.pos(ex[i]), Y: ef[i]})
 		}
 		l, err := lineFor(pts, sty[name])
 		if err != nil {
@@ -269,9 +260,6 @@ func cdfFigure(c *Cell, title, quantity string, value func(*results.JobRow) floa
 		p.Add(l)
 		leg.Add(fmt.Sprintf("%s (%d jobs)", name, len(xs)), l)
 	}
-	if logX {
-		p.X.Tick.Marker = log10Ticks{}
-	}
 	return single(p, leg, figWidth, figHeight), nil
 }
 
@@ -279,13 +267,30 @@ func cdfFigure(c *Cell, title, quantity string, value func(*results.JobRow) floa
 type BarOptions struct {
 	// Metric is the bar height; the average JCT when zero.
 	Metric Metric
+	// YScale is the y axis scale; with ScaleAuto (the default) the axis is logarithmic when
+	// the bar heights span more than a decade.
+	YScale Scale
 	// Title overrides the default title.
 	Title string
 }
 
+// isTimeMetric reports whether a metric is a duration in seconds (its label ends in "(s)").
+func isTimeMetric(m Metric) bool { return strings.HasSuffix(m.Label, " (s)") }
+
+// metricQuantity splits a metric label into the quantity and its non-time unit:
+// "average JCT (s)" → "average JCT", ""; "GPU utilization (%)" → "GPU utilization", "%".
+func metricQuantity(m Metric) (q, unit string) {
+	q, u, ok := strings.Cut(m.Label, " (")
+	if !ok || isTimeMetric(m) {
+		return q, ""
+	}
+	return q, strings.TrimSuffix(u, ")")
+}
+
 // AvgJCTBars draws grouped bars: one group per cell (experiment, trace, setting), one bar per
 // series in the fixed policy order, height = mean over seeds of the metric (average JCT by
-// default), with 95% CI error bars where a series has two or more seeds.
+// default), with 95% CI error bars where a series has two or more seeds. Time metrics are
+// drawn in s, min, h or days, or on a log axis labelled with durations.
 func AvgJCTBars(runs []*results.Run, opt BarOptions) (*Figure, error) {
 	m := opt.Metric
 	if m.Value == nil {
@@ -312,8 +317,10 @@ func AvgJCTBars(runs []*results.Run, opt BarOptions) (*Figure, error) {
 		if len(experiments) > 1 {
 			n = c.Name()
 		}
-		if v := vary[c.Setting]; v != "" {
-			n += "\n" + v
+		// One line per varying setting key, so that long settings do not run into the
+		// neighbouring categories.
+		for _, kv := range strings.Fields(vary[c.Setting]) {
+			n += "\n" + kv
 		}
 		catNames = append(catNames, n)
 		for _, g := range c.Groups {
@@ -328,7 +335,8 @@ func AvgJCTBars(runs []*results.Run, opt BarOptions) (*Figure, error) {
 	sty := styles(names)
 	title := opt.Title
 	if title == "" {
-		title = capitalize(strings.SplitN(m.Label, " (", 2)[0] + " per policy")
+		q, _ := metricQuantity(m)
+		title = capitalize(q + " per policy")
 		if len(experiments) == 1 {
 			for e := range experiments {
 				if e != "" {
@@ -337,54 +345,130 @@ func AvgJCTBars(runs []*results.Run, opt BarOptions) (*Figure, error) {
 			}
 		}
 	}
-	p := newPlot(title, "trace", m.Label)
+	// The estimates, per series and cell.
+	est := map[string][]*Estimate{}
+	var heights []float64
+	anyCI := false
+	for _, name := range names {
+		est[name] = make([]*Estimate, len(cells))
+		for i, c := range cells {
+			for _, g := range c.Groups {
+				if g.Series == name {
+					e := g.Estimate(m.Value)
+					est[name][i] = &e
+					heights = append(heights, e.Mean)
+					anyCI = anyCI || e.HasCI()
+				}
+			}
+		}
+	}
+	q, unit := metricQuantity(m)
+	ax, err := newValueAxis(heights, isTimeMetric(m), opt.YScale, false)
+	if err != nil {
+		return nil, fmt.Errorf("analysis: bar chart: %s: %w", q, err)
+	}
+	yLabel := ax.label(q, unit)
+	if anyCI {
+		yLabel += ", mean ± 95% CI"
+	}
+	p := newPlot(title, "", yLabel)
+	p.Y.Tick.Marker = ax.ticker()
 	leg := newLegend()
 	k := len(names)
 	width := 0.8 / float64(k)
-	top := 0.0
-	anyCI := false
+	top := math.Inf(-1)
+	base := 0.0
+	if ax.log {
+		base = ax.pos(ax.floor)
+	}
 	for j, name := range names {
-		b := &bars{n: len(cells), style: sty[name], offset: -0.4 + (float64(j)+0.5)*width, width: width}
-		for i, c := range cells {
-			b.vals = append(b.vals, math.NaN())
-			b.lo = append(b.lo, math.NaN())
-			b.hi = append(b.hi, math.NaN())
-			for _, g := range c.Groups {
-				if g.Series != name {
-					continue
-				}
-				e := g.Estimate(m.Value)
-				b.vals[i] = e.Mean
-				top = max(top, e.Mean)
+		b := &bars{n: len(cells), style: sty[name], base: base, offset: -0.4 + (float64(j)+0.5)*width, width: width}
+		for _, e := range est[name] {
+			v, lo, hi := math.NaN(), math.NaN(), math.NaN()
+			if e != nil {
+				v = ax.pos(e.Mean)
+				top = max(top, v)
 				if e.HasCI() {
-					b.lo[i], b.hi[i] = e.Lo(), e.Hi()
-					top = max(top, e.Hi())
-					anyCI = true
+					lo, hi = ax.pos(e.Lo()), ax.pos(e.Hi())
+					top = max(top, hi)
 				}
 			}
+			b.vals, b.lo, b.hi = append(b.vals, v), append(b.lo, lo), append(b.hi, hi)
 		}
 		p.Add(b)
 		leg.Add(name, b)
 	}
 	p.NominalX(catNames...)
-	p.X.Label.Text = ""
 	p.X.Min, p.X.Max = -0.5, float64(len(cells))-0.5
-	p.Y.Min = 0
-	p.Y.Max = top * 1.05
-	if top == 0 {
-		p.Y.Max = 1
+	if ax.log {
+		p.Y.Min = base
+		p.Y.Max = top + 0.05*(top-base)
+	} else {
+		p.Y.Min = 0
+		p.Y.Max = top * 1.05
+		if !(top > 0) {
+			p.Y.Max = 1
+		}
 	}
-	if anyCI {
-		p.Y.Label.Text = m.Label + ", mean ± 95% CI"
+	f := single(p, leg, figWidth, figHeight)
+	f.cats = &categoryFit{p: p, names: catNames}
+	return f, nil
+}
+
+// categoryFit keeps the category labels of a bar chart from overlapping: at drawing time,
+// when the panel width is known, it shrinks their font down to 6.5 pt and, if that is not
+// enough, writes each on one line turned by 30°.
+type categoryFit struct {
+	p      *plot.Plot
+	names  []string
+	orig   text.Style  // the labels' style before fitting
+	marker plot.Ticker // the labels' ticker before fitting
+	saved  bool
+}
+
+// fit adapts the labels to a panel of the given width (axes included).
+func (f *categoryFit) fit(width vg.Length) {
+	p := f.p
+	if !f.saved {
+		f.orig, f.marker, f.saved = p.X.Tick.Label, p.X.Tick.Marker, true
 	}
-	return single(p, leg, figWidth, figHeight), nil
+	p.X.Tick.Label, p.X.Tick.Marker = f.orig, f.marker
+	if len(f.names) == 0 {
+		return
+	}
+	// The y axis (tick labels and label) takes about 2.2 cm at the default font size.
+	slot := (width - 2.2*vg.Centimeter*vg.Length(f.orig.Font.Size/vg.Points(baseFontSize))) / vg.Length(len(f.names))
+	widest := func() vg.Length {
+		var w vg.Length
+		for _, n := range f.names {
+			w = max(w, p.X.Tick.Label.Width(n))
+		}
+		return w
+	}
+	for p.X.Tick.Label.Font.Size > vg.Points(6.5) && widest() > 0.92*slot {
+		p.X.Tick.Label.Font.Size -= vg.Points(0.5)
+	}
+	if widest() <= 0.92*slot {
+		return
+	}
+	p.X.Tick.Label.Font.Size = f.orig.Font.Size
+	var ticks plot.ConstantTicks
+	for i, n := range f.names {
+		ticks = append(ticks, plot.Tick{Value: float64(i), Label: strings.ReplaceAll(n, "\n", ", ")})
+	}
+	p.X.Tick.Marker = ticks
+	p.X.Tick.Label.Rotation = math.Pi / 6
+	p.X.Tick.Label.XAlign = draw.XRight
+	p.X.Tick.Label.YAlign = draw.YTop
 }
 
 // bars is one series of a grouped bar chart: bar i is centred at i+offset with the given
-// width, both in data units, so that error bars line up with their bars.
+// width, both in data units, so that error bars line up with their bars. Values are drawn
+// coordinates (log10 of the value on a log axis); bars rise from base, the bottom of the axis.
 type bars struct {
 	n             int
 	vals, lo, hi  []float64
+	base          float64
 	style         seriesStyle
 	offset, width float64
 }
@@ -393,6 +477,7 @@ type bars struct {
 func (b *bars) Plot(c draw.Canvas, p *plot.Plot) {
 	trX, trY := p.Transforms(&c)
 	outline := draw.LineStyle{Color: color.Gray{Y: 0x30}, Width: vg.Points(0.5)}
+	halo := draw.LineStyle{Color: color.White, Width: vg.Points(1.9)}
 	errStyle := draw.LineStyle{Color: color.Black, Width: vg.Points(0.9)}
 	for i, v := range b.vals {
 		if math.IsNaN(v) {
@@ -400,40 +485,47 @@ func (b *bars) Plot(c draw.Canvas, p *plot.Plot) {
 		}
 		x0 := trX(float64(i) + b.offset - b.width/2)
 		x1 := trX(float64(i) + b.offset + b.width/2)
-		y0, y1 := trY(0), trY(v)
+		y0, y1 := trY(b.base), trY(v)
+		hatchFill(c, vg.Rectangle{Min: vg.Point{X: x0, Y: y0}, Max: vg.Point{X: x1, Y: y1}}, b.style)
 		rect := []vg.Point{{X: x0, Y: y0}, {X: x1, Y: y0}, {X: x1, Y: y1}, {X: x0, Y: y1}}
-		c.FillPolygon(b.style.Color, c.ClipPolygonXY(rect))
 		c.StrokeLines(outline, c.ClipLinesXY(append(rect, rect[0]))...)
 		if !math.IsNaN(b.lo[i]) {
 			xm := trX(float64(i) + b.offset)
 			capW := (x1 - x0) / 4
 			lo, hi := trY(b.lo[i]), trY(b.hi[i])
-			c.StrokeLines(errStyle, c.ClipLinesXY(
-				[]vg.Point{{X: xm, Y: lo}, {X: xm, Y: hi}},
-				[]vg.Point{{X: xm - capW, Y: lo}, {X: xm + capW, Y: lo}},
-				[]vg.Point{{X: xm - capW, Y: hi}, {X: xm + capW, Y: hi}})...)
+			segs := [][]vg.Point{{{X: xm, Y: lo}, {X: xm, Y: hi}}, {{X: xm - capW, Y: hi}, {X: xm + capW, Y: hi}}}
+			if b.lo[i] > b.base {
+				// No cap where the interval runs past the bottom of the axis.
+				segs = append(segs, []vg.Point{{X: xm - capW, Y: lo}, {X: xm + capW, Y: lo}})
+			}
+			lines := c.ClipLinesXY(segs...)
+			// A white halo keeps the error bar visible on dark bars.
+			c.StrokeLines(halo, lines...)
+			c.StrokeLines(errStyle, lines...)
 		}
 	}
 }
 
 // DataRange implements plot.DataRanger.
 func (b *bars) DataRange() (xmin, xmax, ymin, ymax float64) {
-	ymax = 0
+	ymin, ymax = math.Inf(1), math.Inf(-1)
 	for i, v := range b.vals {
 		if !math.IsNaN(v) {
-			ymax = max(ymax, v)
+			ymin, ymax = min(ymin, v), max(ymax, v)
 		}
 		if !math.IsNaN(b.hi[i]) {
 			ymax = max(ymax, b.hi[i])
 		}
 	}
-	return -0.5, float64(b.n) - 0.5, 0, ymax
+	return -0.5, float64(b.n) - 0.5, ymin, ymax
 }
 
 // Thumbnail implements plot.Thumbnailer for the legend.
 func (b *bars) Thumbnail(c *draw.Canvas) {
-	pts := []vg.Point{{X: c.Min.X, Y: c.Min.Y}, {X: c.Max.X, Y: c.Min.Y}, {X: c.Max.X, Y: c.Max.Y}, {X: c.Min.X, Y: c.Max.Y}}
-	c.FillPolygon(b.style.Color, pts)
+	hatchFill(*c, c.Rectangle, b.style)
+	r := c.Rectangle
+	c.StrokeLines(draw.LineStyle{Color: color.Gray{Y: 0x30}, Width: vg.Points(0.5)},
+		[]vg.Point{r.Min, {X: r.Max.X, Y: r.Min.Y}, r.Max, {X: r.Min.X, Y: r.Max.Y}, r.Min})
 }
 
 // UtilOptions configures UtilOverTime.
@@ -471,6 +563,7 @@ func UtilOverTime(runs []*results.Run, opt UtilOptions) (*Figure, error) {
 		pl.Y.Min, pl.Y.Max = 0, 100
 	}
 	anyUtil := false
+	var neverShared []string
 	for _, name := range names {
 		var g *Group
 		for _, x := range c.Groups {
@@ -510,8 +603,17 @@ func UtilOverTime(runs []*results.Run, opt UtilOptions) (*Figure, error) {
 		}
 		ls.StepStyle = plotter.PostStep
 		busy.Add(lb)
-		shared.Add(ls)
 		leg.Add(label, lb)
+		if slices.ContainsFunc(r.Util, func(u results.UtilRow) bool { return u.SharedGPUs > 0 }) {
+			shared.Add(ls)
+		} else {
+			// A flat line at 0 would hide the others: name the series instead.
+			neverShared = append(neverShared, name)
+		}
+	}
+	if len(neverShared) > 0 {
+		shared.Title.Text = "never shared a GPU: " + strings.Join(neverShared, ", ")
+		shared.Title.TextStyle.Font.Size = vg.Points(baseFontSize)
 	}
 	if !anyUtil {
 		return nil, fmt.Errorf("analysis: utilization: %s: the runs have no util.csv rows", c.Name())
@@ -528,6 +630,9 @@ type CurveOptions struct {
 	Metric Metric
 	// LogX draws the x axis on a log scale.
 	LogX bool
+	// YScale is the y axis scale; with ScaleAuto (the default) the axis is logarithmic when
+	// the means span more than a decade.
+	YScale Scale
 	// Title overrides the default title.
 	Title string
 }
@@ -672,7 +777,9 @@ func dropKey(setting, key string) string {
 
 // Curve draws a sensitivity or ablation curve: x = a numeric label (CurveOptions.X), y = the
 // metric's mean over seeds (average JCT by default), one line with markers per series (policy
-// or variant), and a shaded 95% CI band where points have two or more seeds.
+// or variant), and the 95% CI where points have two or more seeds: a shaded band when at most
+// two series have one, else error bars (offset slightly sideways per series). Bands and error
+// bars are clipped to the axes; on a log y axis their lower ends stop at the axis bottom.
 func Curve(runs []*results.Run, opt CurveOptions) (*Figure, error) {
 	data, err := CurveData(runs, opt)
 	if err != nil {
@@ -683,22 +790,50 @@ func Curve(runs []*results.Run, opt CurveOptions) (*Figure, error) {
 		m, _ = MetricByName("avg-jct")
 	}
 	key := strings.TrimPrefix(opt.X, "labels.")
+	q, unit := metricQuantity(m)
 	title := opt.Title
 	if title == "" {
-		title = capitalize(fmt.Sprintf("%s vs %s", strings.SplitN(m.Label, " (", 2)[0], strings.SplitN(xLabelFor(key), " (", 2)[0]))
+		title = capitalize(fmt.Sprintf("%s vs %s", q, strings.SplitN(xLabelFor(key), " (", 2)[0]))
 		if len(runs) > 0 {
 			title += " — " + (&Cell{Experiment: runs[0].Experiment(), Trace: runs[0].Trace()}).Name()
 		}
 	}
-	p := newPlot(title, xLabelFor(key), m.Label)
+	var means, all []float64
+	anyCI := false
+	for _, s := range data {
+		for _, pt := range s.Points {
+			means = append(means, pt.Mean)
+			all = append(all, pt.Mean)
+			if pt.HasCI() {
+				all = append(all, pt.Hi())
+				anyCI = true
+			}
+		}
+	}
+	ax, err := newValueAxis(means, isTimeMetric(m), opt.YScale, false)
+	if err != nil {
+		return nil, fmt.Errorf("analysis: curve: %s: %w", q, err)
+	}
+	yLabel := ax.label(q, unit)
+	if anyCI {
+		yLabel += ", mean ± 95% CI"
+	}
+	p := newPlot(title, xLabelFor(key), yLabel)
+	p.Y.Tick.Marker = ax.ticker()
 	leg := newLegend()
 	var names []string
 	for _, s := range data {
 		names = append(names, s.Series)
 	}
 	sty := styles(names)
-	anyCI := false
 	xs := map[float64]bool{}
+	withCIs := 0
+	for _, s := range data {
+		if slices.ContainsFunc(s.Points, func(pt CurvePoint) bool { return pt.HasCI() }) {
+			withCIs++
+		}
+	}
+	bandsOK, ciIndex := withCIs <= 2, 0
 	// xpos is the drawn x coordinate: log10(x) on a log axis (see log10Ticks).
 	xpos := func(x float64) float64 {
 		if opt.LogX {
@@ -709,44 +844,32 @@ func Curve(runs []*results.Run, opt CurveOptions) (*Figure, error) {
 	for _, s := range data {
 		st := sty[s.Series]
 		var line plotter.XYs
-		var upper, lower plotter.XYs
+		withCI := 0
 		for _, pt := range s.Points {
 			if opt.LogX && pt.X <= 0 {
 				return nil, fmt.Errorf("analysis: curve: log x axis needs %s > 0, got %v", key, pt.X)
 			}
-			x := xpos(pt.X)
-			line = append(line, plotter.XY{X: x, Y: pt.Mean})
+			line = append(line, plotter.XY{X: xpos(pt.X), Y: ax.pos(pt.Mean)})
 			xs[pt.X] = true
 			if pt.HasCI() {
-				upper = append(upper, plotter.XY{X: x, Y: pt.Hi()})
-				lower = append(lower, plotter.XY{X: x, Y: pt.Lo()})
+				withCI++
 			}
 		}
-		if len(upper) >= 2 && len(upper) == len(s.Points) {
-			ring := append(plotter.XYs{}, upper...)
-			for i := len(lower) - 1; i >= 0; i-- {
-				ring = append(ring, lower[i])
+		var ci []ciPoint
+		for _, pt := range s.Points {
+			if pt.HasCI() {
+				ci = append(ci, ciPoint{x: xpos(pt.X), lo: ax.pos(pt.Lo()), hi: ax.pos(pt.Hi())})
 			}
-			band, err := plotter.NewPolygon(ring)
-			if err != nil {
-				return nil, fmt.Errorf("analysis: curve: %w", err)
-			}
-			fill := st.Color
-			fill.A = 0x40
-			band.Color = premultiplied(fill)
-			band.LineStyle.Width = 0
-			p.Add(band)
-			anyCI = true
-		} else if len(upper) > 0 {
-			// Some points lack a CI: draw error bars where there is one.
-			eb := &errBars{style: st, logX: opt.LogX}
-			for _, pt := range s.Points {
-				if pt.HasCI() {
-					eb.pts = append(eb.pts, pt)
-				}
-			}
-			p.Add(eb)
-			anyCI = true
+		}
+		switch {
+		case withCI >= 2 && withCI == len(s.Points) && bandsOK:
+			p.Add(&ciBand{pts: ci, color: st.Color})
+		case withCI > 0:
+			// Error bars: where some points lack a CI, or where more than two bands would
+			// overlap into an unreadable mass. Each series' bars are offset a little sideways
+			// so that they do not hide each other; the markers stay at their x.
+			p.Add(&errBars{pts: ci, color: st.Color, dodge: vg.Points(3) * vg.Length(float64(ciIndex)-float64(withCIs-1)/2)})
+			ciIndex++
 		}
 		l, err := lineFor(line, st)
 		if err != nil {
@@ -778,11 +901,64 @@ func Curve(runs []*results.Run, opt CurveOptions) (*Figure, error) {
 	if opt.LogX {
 		p.X.Label.Text = withLogScale(p.X.Label.Text)
 	}
-	if anyCI {
-		p.Y.Label.Text = m.Label + ", mean ± 95% CI"
+	if len(ticks) > 1 {
+		// A margin of 4% on either side keeps markers and error bars at the ends whole.
+		lo, hi := xpos(ticks[0]), xpos(ticks[len(ticks)-1])
+		p.X.Min, p.X.Max = lo-0.04*(hi-lo), hi+0.04*(hi-lo)
 	}
-	p.Y.Min = 0
+	// The y range covers the means and the upper CI ends; lower CI ends below the axis
+	// bottom (0, or the floor of a log axis) are clipped.
+	top := math.Inf(-1)
+	for _, v := range all {
+		top = max(top, ax.pos(v))
+	}
+	if ax.log {
+		p.Y.Min = ax.pos(ax.floor)
+		p.Y.Max = top + 0.05*(top-p.Y.Min)
+	} else {
+		p.Y.Min = 0
+		p.Y.Max = top * 1.05
+		if !(top > 0) {
+			p.Y.Max = 1
+		}
+	}
 	return single(p, leg, figWidth, figHeight), nil
+}
+
+// ciPoint is the 95% CI of one curve point in drawn coordinates.
+type ciPoint struct{ x, lo, hi float64 }
+
+// ciBand shades the region between the lower and upper CI ends of a curve, clipped to the
+// axes.
+type ciBand struct {
+	pts   []ciPoint
+	color color.NRGBA
+}
+
+// Plot implements plot.Plotter.
+func (b *ciBand) Plot(c draw.Canvas, p *plot.Plot) {
+	trX, trY := p.Transforms(&c)
+	ring := make([]vg.Point, 0, 2*len(b.pts))
+	for _, pt := range b.pts {
+		ring = append(ring, vg.Point{X: trX(pt.x), Y: trY(pt.hi)})
+	}
+	for i := len(b.pts) - 1; i >= 0; i-- {
+		ring = append(ring, vg.Point{X: trX(b.pts[i].x), Y: trY(b.pts[i].lo)})
+	}
+	fill := b.color
+	fill.A = 0x40
+	c.FillPolygon(premultiplied(fill), c.ClipPolygonXY(ring))
+}
+
+// DataRange implements plot.DataRanger.
+func (b *ciBand) DataRange() (xmin, xmax, ymin, ymax float64) {
+	xmin, ymin = math.Inf(1), math.Inf(1)
+	xmax, ymax = math.Inf(-1), math.Inf(-1)
+	for _, pt := range b.pts {
+		xmin, xmax = min(xmin, pt.x), max(xmax, pt.x)
+		ymin, ymax = min(ymin, pt.lo), max(ymax, pt.hi)
+	}
+	return xmin, xmax, ymin, ymax
 }
 
 // premultiplied converts a non-premultiplied colour to color.RGBA.
@@ -791,63 +967,31 @@ func premultiplied(c color.NRGBA) color.RGBA {
 	return color.RGBA{uint8(r >> 8), uint8(g >> 8), uint8(b >> 8), uint8(a >> 8)}
 }
 
-// markerShape returns glyph k: circle, square, triangle, cross, ring, box, pyramid, plus.
-func markerShape(k int) draw.GlyphDrawer {
-	switch k % 8 {
-	case 0:
-		return draw.CircleGlyph{}
-	case 1:
-		return draw.SquareGlyph{}
-	case 2:
-		return draw.TriangleGlyph{}
-	case 3:
-		return draw.CrossGlyph{}
-	case 4:
-		return draw.RingGlyph{}
-	case 5:
-		return draw.BoxGlyph{}
-	case 6:
-		return draw.PyramidGlyph{}
-	default:
-		return draw.PlusGlyph{}
-	}
-}
-
-// errBars draws vertical 95% CI bars at curve points.
+// errBars draws vertical 95% CI bars at curve points, offset sideways by dodge, clipped to
+// the axes.
 type errBars struct {
-	pts   []CurvePoint
-	style seriesStyle
-	logX  bool // x is drawn as log10(x)
-}
-
-func (e *errBars) x(pt CurvePoint) float64 {
-	if e.logX {
-		return math.Log10(pt.X)
-	}
-	return pt.X
+	pts   []ciPoint
+	color color.NRGBA
+	dodge vg.Length
 }
 
 // Plot implements plot.Plotter.
 func (e *errBars) Plot(c draw.Canvas, p *plot.Plot) {
 	trX, trY := p.Transforms(&c)
-	ls := draw.LineStyle{Color: e.style.Color, Width: vg.Points(1)}
-	capW := vg.Points(3)
+	ls := draw.LineStyle{Color: e.color, Width: vg.Points(1)}
+	capW := vg.Points(2.5)
 	for _, pt := range e.pts {
-		x, lo, hi := trX(e.x(pt)), trY(pt.Lo()), trY(pt.Hi())
-		c.StrokeLines(ls, c.ClipLinesXY(
-			[]vg.Point{{X: x, Y: lo}, {X: x, Y: hi}},
-			[]vg.Point{{X: x - capW, Y: lo}, {X: x + capW, Y: lo}},
-			[]vg.Point{{X: x - capW, Y: hi}, {X: x + capW, Y: hi}})...)
+		x, lo, hi := trX(pt.x)+e.dodge, trY(pt.lo), trY(pt.hi)
+		segs := [][]vg.Point{{{X: x, Y: lo}, {X: x, Y: hi}}, {{X: x - capW, Y: hi}, {X: x + capW, Y: hi}}}
+		if pt.lo > p.Y.Min {
+			// No cap where the interval runs past the bottom of the axis.
+			segs = append(segs, []vg.Point{{X: x - capW, Y: lo}, {X: x + capW, Y: lo}})
+		}
+		c.StrokeLines(ls, c.ClipLinesXY(segs...)...)
 	}
 }
 
 // DataRange implements plot.DataRanger.
 func (e *errBars) DataRange() (xmin, xmax, ymin, ymax float64) {
-	xmin, ymin = math.Inf(1), math.Inf(1)
-	xmax, ymax = math.Inf(-1), math.Inf(-1)
-	for _, pt := range e.pts {
-		xmin, xmax = min(xmin, e.x(pt)), max(xmax, e.x(pt))
-		ymin, ymax = min(ymin, pt.Lo()), max(ymax, pt.Hi())
-	}
-	return xmin, xmax, ymin, ymax
+	return (&ciBand{pts: e.pts}).DataRange()
 }

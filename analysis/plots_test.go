@@ -2,11 +2,18 @@ package analysis
 
 import (
 	"bytes"
+	"math"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/vg"
+
 	"github.com/sharebench/sharebench/profile"
+	"github.com/sharebench/sharebench/results"
 )
 
 // testFigures builds one figure of every kind from the fixtures.
@@ -42,7 +49,71 @@ func testFigures(t *testing.T) map[string]*Figure {
 	add("xi-timeslice-1gpu", f, err)
 	f, err = SubBatchFigure(a, "vgg16")
 	add("subbatch-vgg16", f, err)
+	// A single-column figure: the legend moves below the panel.
+	f, err = AvgJCTBars(e1, BarOptions{})
+	if err == nil {
+		f.Width, f.Height = 8.5*vg.Centimeter, 7*vg.Centimeter
+		f.SetFontSize(vg.Points(7))
+	}
+	add("avg-jct-narrow", f, err)
+	f, err = AvgJCTBars(decadeRuns(), BarOptions{})
+	add("avg-jct-log", f, err)
+	big := largeProfile()
+	f, err = XiHeatMap(big, PairSlice{profile.Timeslice, 1})
+	add("xi-blocks", f, err)
+	f, err = XiModelHeatMap(big, PairSlice{profile.Timeslice, 1})
+	add("xi-models", f, err)
 	return figs
+}
+
+// figRun is a synthetic run of one policy and seed with the given average JCT.
+func figRun(trace, policy string, seed uint64, avgJCT float64) *results.Run {
+	return &results.Run{
+		Dir: trace + "/" + policy + "/" + strconv.FormatUint(seed, 10),
+		Summary: results.Summary{Policy: policy, PolicySpec: policy, Trace: "file.csv", Seed: seed, AvgJCTS: avgJCT, GPUs: 8,
+			Labels: results.Labels{results.LabelExperiment: "E", results.LabelTrace: trace}},
+	}
+}
+
+// decadeRuns are runs whose average JCTs span three decades (20 min to 40 days), two seeds
+// each, with a CI that reaches below 0 for one of them.
+func decadeRuns() []*results.Run {
+	var out []*results.Run
+	for i, tr := range []string{"short", "long"} {
+		scale := math.Pow(1000, float64(i))
+		out = append(out,
+			figRun(tr, PolicyTiresias, 1, 3000*scale), figRun(tr, PolicyTiresias, 2, 3600*scale),
+			figRun(tr, PolicySJFBSBF, 1, 1200*scale), figRun(tr, PolicySJFBSBF, 2, 100*scale))
+	}
+	return out
+}
+
+// largeProfile is a synthetic profile of 3 models × 7 configurations (21 > maxLabelledCells)
+// with every pair but one; ξ grows with both batches.
+func largeProfile() *profile.Table {
+	t := &profile.Table{GPU: "Test GPU L", Source: "test"}
+	var cfgs []profile.Config
+	for _, m := range []string{"alpha", "beta", "gamma"} {
+		mod := profile.Model{Name: m, DefaultBatch: 64}
+		for k := range 7 {
+			b := 8 << k
+			mod.Configs = append(mod.Configs, profile.Solo{Batch: b, SubBatch: b, IterS: profile.GPUMap{1: 0.01 * float64(k+1)}})
+			cfgs = append(cfgs, profile.Config{Model: m, Batch: b, SubBatch: b})
+		}
+		t.Models = append(t.Models, mod)
+	}
+	for i, a := range cfgs {
+		for j, b := range cfgs {
+			if i == 3 && j == 4 {
+				continue
+			}
+			t.Pairs = append(t.Pairs, profile.Pair{A: a, B: b, GPUs: 1, Mode: profile.Timeslice, Xi: 1 + float64(i+j)/20})
+		}
+	}
+	if err := t.Normalize(); err != nil {
+		panic(err)
+	}
+	return t
 }
 
 func encode(t *testing.T, f *Figure, format string) []byte {
@@ -128,4 +199,154 @@ func TestFigureErrors(t *testing.T) {
 			t.Errorf("%s: err = %v, want %q", tc.name, err, tc.want)
 		}
 	}
+}
+
+// tickLabels returns the labels of every axis of every panel of f.
+func tickLabels(f *Figure) []string {
+	var out []string
+	for _, row := range f.Plots {
+		for _, p := range row {
+			for _, a := range []*plot.Axis{&p.X, &p.Y} {
+				for _, t := range a.Tick.Marker.Ticks(a.Min, a.Max) {
+					if t.Label != "" {
+						out = append(out, t.Label)
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+func TestTickLabelsAreReadable(t *testing.T) {
+	bad := regexp.MustCompile(`\d{6}|e[+-]\d`)
+	for name, f := range testFigures(t) {
+		for _, l := range tickLabels(f) {
+			if bad.MatchString(l) {
+				t.Errorf("%s: tick label %q", name, l)
+			}
+		}
+	}
+}
+
+func TestAutoLogScale(t *testing.T) {
+	t.Parallel()
+	runs := decadeRuns()
+	f, err := AvgJCTBars(runs, BarOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := f.Plots[0][0]
+	if _, ok := p.Y.Tick.Marker.(timeLogTicks); !ok || !strings.Contains(p.Y.Label.Text, "log scale") {
+		t.Errorf("bars spanning three decades: y ticks %T, label %q; want a log time axis", p.Y.Tick.Marker, p.Y.Label.Text)
+	}
+	// The axis starts at the power of ten below the lowest bar (650 s); a CI reaching below 0
+	// is clipped there rather than extending the axis.
+	if p.Y.Min != 2 {
+		t.Errorf("log axis bottom %v, want 2 (100 s)", p.Y.Min)
+	}
+	if got := strings.Join(tickLabels(f), " "); !strings.Contains(got, "1 h") || !strings.Contains(got, "10 days") {
+		t.Errorf("tick labels %q lack durations", got)
+	}
+	f, err = AvgJCTBars(runs, BarOptions{YScale: ScaleLinear})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := f.Plots[0][0]; p.Y.Min != 0 || p.Y.Label.Text != "average JCT (days), mean ± 95% CI" {
+		t.Errorf("forced linear: y from %v, label %q", p.Y.Min, p.Y.Label.Text)
+	}
+	// Within a decade the axis stays linear.
+	f, err = AvgJCTBars(loadRuns(t, "E1"), BarOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := f.Plots[0][0].Y.Tick.Marker.(niceTicks); !ok {
+		t.Errorf("E1 bars within a decade: y ticks %T, want linear", f.Plots[0][0].Y.Tick.Marker)
+	}
+	// CDFs: log x by default when the values span decades.
+	f, err = JCTCDF(loadRuns(t, filepath.Join("E1", "trace2")), CDFOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cdfLog := strings.Contains(f.Plots[0][0].X.Label.Text, "log scale")
+	f, err = JCTCDF(loadRuns(t, filepath.Join("E1", "trace2")), CDFOptions{XScale: ScaleLinear})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(f.Plots[0][0].X.Label.Text, "log scale") {
+		t.Error("XScale linear gave a log axis")
+	}
+	var jcts []float64
+	for _, r := range loadRuns(t, filepath.Join("E1", "trace2")) {
+		for _, j := range r.Jobs {
+			jcts = append(jcts, j.JCTS)
+		}
+	}
+	if cdfLog != spansDecades(jcts) {
+		t.Errorf("CDF auto scale: log = %v, but the JCTs span decades = %v", cdfLog, spansDecades(jcts))
+	}
+}
+
+func TestSetFontSize(t *testing.T) {
+	t.Parallel()
+	f, err := AvgJCTBars(loadRuns(t, "E1"), BarOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := f.Plots[0][0]
+	tick, title := p.Y.Tick.Label.Font.Size, p.Title.TextStyle.Font.Size
+	f.SetFontSize(2 * vg.Points(baseFontSize))
+	f.SetFontSize(2 * vg.Points(baseFontSize)) // idempotent
+	if p.Y.Tick.Label.Font.Size != 2*tick || p.Title.TextStyle.Font.Size != 2*title || f.Legend.style.TextStyle.Font.Size != 2*vg.Points(baseFontSize) {
+		t.Errorf("fonts %v %v %v, want twice %v %v %v", p.Y.Tick.Label.Font.Size, p.Title.TextStyle.Font.Size,
+			f.Legend.style.TextStyle.Font.Size, tick, title, baseFontSize)
+	}
+}
+
+func TestLargeHeatMaps(t *testing.T) {
+	t.Parallel()
+	big := largeProfile()
+	f, err := XiHeatMap(big, PairSlice{profile.Timeslice, 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc := findHeatCells(t, f)
+	if hc.labels || len(hc.blocks) != 3 || f.cbar == nil {
+		t.Errorf("21 configurations: labels %v, blocks %v, colour bar %v; want colour only, 3 model blocks, a colour bar", hc.labels, hc.blocks, f.cbar != nil)
+	}
+	if got := strings.Join(tickLabels(f), " "); got != "alpha beta gamma alpha beta gamma" {
+		t.Errorf("axis labels %q, want one per model", got)
+	}
+	m, err := XiModelHeatMap(big, PairSlice{profile.Timeslice, 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc = findHeatCells(t, m)
+	var picked []string
+	for _, c := range hc.m.Configs {
+		picked = append(picked, c.String())
+	}
+	// alpha/64/64 (index 3) lacks one pair: alpha's largest batch with every pair is chosen.
+	if got := strings.Join(picked, " "); !hc.labels || got != "alpha/512/512 beta/512/512 gamma/512/512" {
+		t.Errorf("model heat map: labels %v, configurations %q", hc.labels, got)
+	}
+	figs, err := ProfileFigures(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, f := range figs {
+		names = append(names, f.Name)
+	}
+	if got := strings.Join(names, " "); !strings.HasPrefix(got, "xi-timeslice-1gpu xi-timeslice-1gpu-models subbatch-alpha") {
+		t.Errorf("figure names %q", got)
+	}
+}
+
+func findHeatCells(t *testing.T, f *Figure) *heatCells {
+	t.Helper()
+	if f.heat == nil {
+		t.Fatal("no heat map cells in the figure")
+	}
+	return f.heat
 }

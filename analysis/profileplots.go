@@ -36,10 +36,14 @@ func viridis(t float64) color.NRGBA {
 	return color.NRGBA{c[0], c[1], c[2], 0xff}
 }
 
-// heatCells draws the cells of a ξ matrix: row i at y = n−1−i, column j at x = j.
+// heatCells draws the cells of a ξ matrix: row i at y = n−1−i, column j at x = j. With
+// labels, every cell carries its value; without, thicker white lines separate the blocks of
+// configurations of one model (blocks[k] is the first index of model k).
 type heatCells struct {
 	m      XiMatrix
 	lo, hi float64
+	labels bool
+	blocks []int
 }
 
 // Plot implements plot.Plotter.
@@ -47,13 +51,16 @@ func (h *heatCells) Plot(c draw.Canvas, p *plot.Plot) {
 	trX, trY := p.Transforms(&c)
 	n := len(h.m.Configs)
 	sty := p.X.Tick.Label
+	sty.Rotation = 0
 	sty.XAlign, sty.YAlign = draw.XCenter, draw.YCenter
-	sty.Font.Size = vg.Points(8)
 	if n > 12 {
-		sty.Font.Size = vg.Points(6)
+		sty.Font.Size *= 0.85
 	}
 	hatch := draw.LineStyle{Color: color.Gray{Y: 0xa0}, Width: vg.Points(0.5)}
 	border := draw.LineStyle{Color: color.White, Width: vg.Points(1)}
+	if !h.labels {
+		border.Width = vg.Points(0.25)
+	}
 	for i := range n {
 		for j := range n {
 			y := float64(n - 1 - i)
@@ -65,25 +72,45 @@ func (h *heatCells) Plot(c draw.Canvas, p *plot.Plot) {
 			if math.IsNaN(v) {
 				c.FillPolygon(color.Gray{Y: 0xf2}, rect)
 				c.StrokeLines(hatch, hatchLines(x0, y0, x1-x0, y1-y0, vg.Points(4))...)
-				s := sty
-				s.Color = color.Gray{Y: 0x40}
-				c.FillText(s, mid, "n/a")
+				if h.labels {
+					s := sty
+					s.Color = color.Gray{Y: 0x40}
+					c.FillText(s, mid, "n/a")
+				}
 			} else {
-				t := 0.5
-				if h.hi > h.lo {
-					t = (v - h.lo) / (h.hi - h.lo)
-				}
+				t := h.unit(v)
 				c.FillPolygon(viridis(t), rect)
-				s := sty
-				s.Color = color.Black
-				if t < 0.6 {
-					s.Color = color.White
+				if h.labels {
+					s := sty
+					s.Color = color.Black
+					if t < 0.6 {
+						s.Color = color.White
+					}
+					c.FillText(s, mid, fmtFixed(v, 2))
 				}
-				c.FillText(s, mid, fmtFixed(v, 2))
 			}
 			c.StrokeLines(border, append(rect, rect[0]))
 		}
 	}
+	// Block separators between models.
+	sep := draw.LineStyle{Color: color.White, Width: vg.Points(1.6)}
+	for _, b := range h.blocks {
+		if b == 0 {
+			continue
+		}
+		x := trX(float64(b) - 0.5)
+		y := trY(float64(n-b) - 0.5)
+		c.StrokeLine2(sep, x, trY(-0.5), x, trY(float64(n)-0.5))
+		c.StrokeLine2(sep, trX(-0.5), y, trX(float64(n)-0.5), y)
+	}
+}
+
+// unit maps v onto [0, 1] of the colour scale.
+func (h *heatCells) unit(v float64) float64 {
+	if h.hi > h.lo {
+		return (v - h.lo) / (h.hi - h.lo)
+	}
+	return 0.5
 }
 
 // hatchLines returns 45° lines spaced gap apart that cover the rectangle at (x0, y0) of size
@@ -107,52 +134,183 @@ func (h *heatCells) DataRange() (xmin, xmax, ymin, ymax float64) {
 	return -0.5, n - 0.5, -0.5, n - 0.5
 }
 
+// maxLabelledCells is the largest matrix whose cells are labelled with their values; larger
+// ones are drawn as colour only, with one axis label per model (see XiModelHeatMap for a
+// labelled per-model summary).
+const maxLabelledCells = 16
+
 // XiHeatMap draws the ξ matrix of one mode and GPU count as a heat map: rows are the slowed
-// job, columns its partner, each cell coloured on the viridis scale and labelled with ξ;
-// pairs missing from the profile are hatched and labelled "n/a".
+// job, columns its partner, each cell coloured on the viridis scale, keyed by a colour bar;
+// pairs missing from the profile are hatched. Up to 16 configurations every cell is labelled
+// with ξ and every configuration named; larger matrices are drawn as colour only, with one
+// axis label per model and white lines between the models' blocks.
 func XiHeatMap(t *profile.Table, s PairSlice) (*Figure, error) {
 	m := SlowdownMatrix(t, s)
-	n := len(m.Configs)
-	if n == 0 {
+	if len(m.Configs) == 0 {
 		return nil, fmt.Errorf("analysis: heat map: the profile has no %s pairs", s)
 	}
+	title := fmt.Sprintf("Pairwise slowdown ξ (%s) — %s", s, t.GPU)
+	return heatMapFigure(m, title, len(m.Configs) <= maxLabelledCells), nil
+}
+
+// XiModelHeatMap draws a labelled heat map of one configuration per model, for profiles
+// whose full matrix (XiHeatMap) is too large to label: for each model the configuration with
+// its full batch as sub-batch that has the most profiled pairs (ties: the larger batch).
+func XiModelHeatMap(t *profile.Table, s PairSlice) (*Figure, error) {
+	full := SlowdownMatrix(t, s)
+	if len(full.Configs) == 0 {
+		return nil, fmt.Errorf("analysis: heat map: the profile has no %s pairs", s)
+	}
+	var keep []int
+	for _, b := range modelBlocks(full.Configs) {
+		best := -1
+		for i := b[0]; i < b[1]; i++ {
+			c := full.Configs[i]
+			if best < 0 {
+				best = i
+				continue
+			}
+			bc := full.Configs[best]
+			score := func(k int) int {
+				n := 0
+				for j := range full.Configs {
+					if !math.IsNaN(full.Xi[k][j]) {
+						n++
+					}
+					if !math.IsNaN(full.Xi[j][k]) {
+						n++
+					}
+				}
+				return n
+			}
+			cFull, bFull := c.SubBatch == c.Batch, bc.SubBatch == bc.Batch
+			switch {
+			case cFull != bFull:
+				if cFull {
+					best = i
+				}
+			case score(i) != score(best):
+				if score(i) > score(best) {
+					best = i
+				}
+			case c.Batch > bc.Batch:
+				best = i
+			}
+		}
+		keep = append(keep, best)
+	}
+	m := XiMatrix{Slice: full.Slice}
+	for _, i := range keep {
+		m.Configs = append(m.Configs, full.Configs[i])
+		row := make([]float64, 0, len(keep))
+		for _, j := range keep {
+			row = append(row, full.Xi[i][j])
+		}
+		m.Xi = append(m.Xi, row)
+	}
+	title := fmt.Sprintf("Pairwise slowdown ξ per model (%s) — %s", s, t.GPU)
+	return heatMapFigure(m, title, true), nil
+}
+
+// modelBlocks returns the [first, end) index ranges of the configurations of each model in
+// cfgs (sorted by model).
+func modelBlocks(cfgs []profile.Config) [][2]int {
+	var out [][2]int
+	for i, c := range cfgs {
+		if i == 0 || c.Model != cfgs[i-1].Model {
+			out = append(out, [2]int{i, i})
+		}
+		out[len(out)-1][1] = i + 1
+	}
+	return out
+}
+
+// heatMapFigure draws a ξ matrix, labelled cell by cell or as colour with model blocks.
+func heatMapFigure(m XiMatrix, title string, labels bool) *Figure {
+	n := len(m.Configs)
 	lo, hi := math.Inf(1), math.Inf(-1)
+	missing := false
 	for _, row := range m.Xi {
 		for _, v := range row {
-			if !math.IsNaN(v) {
+			if math.IsNaN(v) {
+				missing = true
+			} else {
 				lo, hi = min(lo, v), max(hi, v)
 			}
 		}
 	}
-	lo = min(lo, 1)
-	title := fmt.Sprintf("Pairwise slowdown ξ (%s) — %s", s, t.GPU)
-	p := newPlot(title, "partner (model, batch/sub-batch)", "job (model/batch/sub-batch)")
-	p.Add(&heatCells{m: m, lo: lo, hi: hi})
-	xNames := make([]string, n)
-	yNames := make([]string, n)
-	for i, c := range m.Configs {
-		xNames[i] = c.Model + "\n" + strconv.Itoa(c.Batch) + "/" + strconv.Itoa(c.SubBatch)
-		yNames[n-1-i] = c.String()
+	if math.IsInf(lo, 1) {
+		lo, hi = 1, 1
 	}
-	p.NominalX(xNames...)
-	p.NominalY(yNames...)
+	lo = min(lo, 1)
+	p := newPlot(title, "partner (model/batch/sub-batch)", "job (model/batch/sub-batch)")
+	hc := &heatCells{m: m, lo: lo, hi: hi, labels: labels}
+	p.Add(hc)
 	p.X.Padding, p.Y.Padding = 0, 0
 	p.X.Tick.Label.Font.Size = vg.Points(7.5)
 	p.Y.Tick.Label.Font.Size = vg.Points(7.5)
 	p.X.Min, p.X.Max = -0.5, float64(n)-0.5
 	p.Y.Min, p.Y.Max = -0.5, float64(n)-0.5
-	// A legend explaining the colours and the hatching.
-	leg := newLegend()
-	for _, v := range []float64{lo, (lo + hi) / 2, hi} {
-		tv := 0.5
-		if hi > lo {
-			tv = (v - lo) / (hi - lo)
+	var cell, extraH vg.Length
+	if labels {
+		xNames := make([]string, n)
+		yNames := make([]string, n)
+		for i, c := range m.Configs {
+			xNames[i] = c.Model + "\n" + strconv.Itoa(c.Batch) + "/" + strconv.Itoa(c.SubBatch)
+			yNames[n-1-i] = c.String()
 		}
-		leg.Add("ξ = "+fmtFixed(v, 2), swatch{fill: viridis(tv)})
+		p.NominalX(xNames...)
+		p.NominalY(yNames...)
+		cell = 1.15 * vg.Centimeter
+		widest := vg.Length(0)
+		for _, c := range m.Configs {
+			widest = max(widest, p.X.Tick.Label.Width(c.Model))
+		}
+		if widest > 0.95*cell {
+			// Names too wide for their column: one line each, turned by 45°.
+			var xt plot.ConstantTicks
+			for i, c := range m.Configs {
+				xt = append(xt, plot.Tick{Value: float64(i), Label: c.String()})
+			}
+			p.X.Tick.Marker = xt
+			p.X.Tick.Label.Rotation = math.Pi / 4
+			p.X.Tick.Label.XAlign, p.X.Tick.Label.YAlign = draw.XRight, draw.YTop
+			for _, t := range xt {
+				extraH = max(extraH, p.X.Tick.Label.Width(t.Label)*0.71)
+			}
+		}
+	} else {
+		// One label per model, at the centre of its block; a small tick per configuration.
+		var xt, yt plot.ConstantTicks
+		for _, b := range modelBlocks(m.Configs) {
+			mid := float64(b[0]+b[1]-1) / 2
+			name := m.Configs[b[0]].Model
+			xt = append(xt, plot.Tick{Value: mid, Label: name})
+			yt = append(yt, plot.Tick{Value: float64(n-1) - mid, Label: name})
+			hc.blocks = append(hc.blocks, b[0])
+		}
+		p.X.Tick.Marker, p.Y.Tick.Marker = xt, yt
+		p.X.Tick.Label.Rotation = math.Pi / 2
+		p.X.Tick.Label.XAlign, p.X.Tick.Label.YAlign = draw.XRight, draw.YCenter
+		for _, t := range xt {
+			extraH = max(extraH, p.X.Tick.Label.Width(t.Label))
+		}
+		p.X.Label.Text, p.Y.Label.Text = "partner (blocks: the model's configurations by batch/sub-batch)", "job"
+		cell = max(0.25*vg.Centimeter, min(0.5*vg.Centimeter, 18*vg.Centimeter/vg.Length(n)))
 	}
-	leg.Add("n/a: not profiled", swatch{fill: color.Gray{Y: 0xf2}, hatched: true})
-	side := vg.Length(max(10, 1.6*float64(n)+4)) * vg.Centimeter
-	return single(p, leg, side+4*vg.Centimeter, side), nil
+	side := max(8*vg.Centimeter, vg.Length(n)*cell)
+	f := &Figure{Plots: [][]*plot.Plot{{p}}, Width: side + 4.5*vg.Centimeter, Height: side + 3*vg.Centimeter + extraH}
+	f.heat = hc
+	f.cbar = &colorBar{lo: lo, hi: hi, cmap: viridis, label: "ξ", text: p.Y.Tick.Label}
+	f.cbar.text.Font.Size = vg.Points(baseFontSize)
+	if missing {
+		leg := newLegend()
+		leg.Add("not profiled", swatch{fill: color.Gray{Y: 0xf2}, hatched: true})
+		f.Legend = leg
+		f.Width += leg.width()
+	}
+	f.Width += f.cbar.width()
+	return f
 }
 
 // swatch is a legend thumbnail: a filled square, optionally hatched.
@@ -171,9 +329,18 @@ func (s swatch) Thumbnail(c *draw.Canvas) {
 	}
 }
 
+// subBatchColors are the batch colours of sub-batch figures (Okabe–Ito without yellow,
+// which is too faint for lines).
+var subBatchColors = []color.NRGBA{oiBlue, oiVermilion, oiGreen, oiPurple, oiSkyBlue, oiGrey, oiOrange}
+
+// maxSubBatchCounts is the most GPU counts a sub-batch figure draws.
+const maxSubBatchCounts = 5
+
 // SubBatchFigure draws, for one model of a profile, the solo step time (left) and the memory
-// per GPU (right) against the sub-batch size, one line per batch (and GPU count for step
-// times). Memory series made of estimates are dashed and labelled "(estimate)".
+// per GPU (right) against the sub-batch size: colour identifies the batch, dash pattern and
+// marker the GPU count, and the legend lists the two keys separately. With more than five GPU
+// counts only the powers of two (at most five) are drawn, and the title says so. Memory
+// series made of estimates are dashed with hollow markers and labelled "estimate".
 func SubBatchFigure(t *profile.Table, model string) (*Figure, error) {
 	m := t.Model(model)
 	if m == nil {
@@ -190,14 +357,22 @@ func SubBatchFigure(t *profile.Table, model string) (*Figure, error) {
 	}
 	batchList := slices.Sorted(maps.Keys(batches))
 	counts := gpuCounts(&profile.Table{Models: []profile.Model{*m}})
-	// Colour identifies the batch; dash and marker the GPU count.
-	batchStyle := func(bi, gi int) seriesStyle {
-		st := styleFor("", bi)
-		st.Dashes = dashPattern(gi)
-		st.Marker = gi
-		return st
+	if len(counts) > maxSubBatchCounts {
+		// Too many lines to read: the powers of two only (at most maxSubBatchCounts).
+		var pow []int
+		for _, g := range counts {
+			if g&(g-1) == 0 && len(pow) < maxSubBatchCounts {
+				pow = append(pow, g)
+			}
+		}
+		stepP.Title.Text += fmt.Sprintf(" (%d of %d GPU counts)", len(pow), len(counts))
+		counts = pow
 	}
-	allEst, anyMem := true, false
+	style := func(bi, gi int) seriesStyle {
+		return seriesStyle{Color: subBatchColors[bi%len(subBatchColors)], Dashes: dashPattern(gi), Marker: gi}
+	}
+	usedCounts := map[int]bool{}
+	allEst, anyMem, anyEst := true, false, false
 	for bi, b := range batchList {
 		cfgs := batches[b]
 		for gi, g := range counts {
@@ -210,12 +385,12 @@ func SubBatchFigure(t *profile.Table, model string) (*Figure, error) {
 			if len(pts) == 0 {
 				continue
 			}
-			l, sc, err := lineWithMarkers(pts, batchStyle(bi, gi))
+			usedCounts[gi] = true
+			l, sc, err := lineWithMarkers(pts, style(bi, gi))
 			if err != nil {
 				return nil, fmt.Errorf("analysis: sub-batch plot %s: %w", model, err)
 			}
 			stepP.Add(l, sc)
-			leg.Add(fmt.Sprintf("batch %d, %d GPU%s", b, g, plural(g)), l, sc)
 		}
 		var pts plotter.XYs
 		est, meas := 0, 0
@@ -235,23 +410,40 @@ func SubBatchFigure(t *profile.Table, model string) (*Figure, error) {
 		}
 		anyMem = true
 		allEst = allEst && meas == 0
-		st := batchStyle(bi, 0)
+		st := style(bi, 0)
 		if est > 0 {
-			// Estimates: dashed line, hollow markers, and a legend entry saying so.
-			st.Dashes = dashPattern(1)
-			st.Marker = 4
+			// Estimates: dashed line, hollow markers.
+			st.Dashes, st.Marker = dashPattern(1), 7
+			anyEst = true
 		}
 		l, sc, err := lineWithMarkers(pts, st)
 		if err != nil {
 			return nil, fmt.Errorf("analysis: sub-batch plot %s: %w", model, err)
 		}
 		memP.Add(l, sc)
-		switch {
-		case est > 0 && meas == 0:
-			leg.Add(fmt.Sprintf("batch %d memory (estimate)", b), l, sc)
-		case est > 0:
-			leg.Add(fmt.Sprintf("batch %d memory (partly estimated)", b), l, sc)
+	}
+	// The legend: one colour entry per batch, one dash/marker entry per GPU count.
+	for bi, b := range batchList {
+		name := fmt.Sprintf("batch %d", b)
+		leg.Add(name, swatch{fill: style(bi, 0).Color})
+	}
+	for gi, g := range counts {
+		if !usedCounts[gi] {
+			continue
 		}
+		l, sc, err := lineWithMarkers(plotter.XYs{{}}, seriesStyle{Color: color.NRGBA{0x30, 0x30, 0x30, 0xff}, Dashes: dashPattern(gi), Marker: gi})
+		if err != nil {
+			return nil, err
+		}
+		name := fmt.Sprintf("%d GPU%s", g, plural(g))
+		leg.Add(name, l, sc)
+	}
+	if anyEst {
+		l, sc, err := lineWithMarkers(plotter.XYs{{}}, seriesStyle{Color: color.NRGBA{0x30, 0x30, 0x30, 0xff}, Dashes: dashPattern(1), Marker: 7})
+		if err != nil {
+			return nil, err
+		}
+		leg.Add("memory estimate", l, sc)
 	}
 	switch {
 	case !anyMem:
@@ -273,7 +465,8 @@ func SubBatchFigure(t *profile.Table, model string) (*Figure, error) {
 			p.X.Min, p.X.Max = ticks[0].Value-math.Log10(2), ticks[0].Value+math.Log10(2)
 		}
 	}
-	return &Figure{Plots: [][]*plot.Plot{{stepP, memP}}, Legend: leg, Width: 24 * vg.Centimeter, Height: 9 * vg.Centimeter}, nil
+	w := 21*vg.Centimeter + leg.width()
+	return &Figure{Plots: [][]*plot.Plot{{stepP, memP}}, Legend: leg, Width: w, Height: 9 * vg.Centimeter}, nil
 }
 
 // lineWithMarkers returns a line and its markers in a style.
@@ -299,7 +492,8 @@ type NamedFigure struct {
 }
 
 // ProfileFigures returns every figure of a profile: one ξ heat map per sharing mode and GPU
-// count ("xi-<mode>-<g>gpu") and one sub-batch figure per model ("subbatch-<model>").
+// count ("xi-<mode>-<g>gpu"; for matrices too large to label also "xi-<mode>-<g>gpu-models",
+// see XiModelHeatMap) and one sub-batch figure per model ("subbatch-<model>").
 func ProfileFigures(t *profile.Table) ([]NamedFigure, error) {
 	var out []NamedFigure
 	for _, s := range PairSlices(t) {
@@ -307,7 +501,15 @@ func ProfileFigures(t *profile.Table) ([]NamedFigure, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, NamedFigure{Name: fmt.Sprintf("xi-%s-%dgpu", fileSafe(string(s.Mode)), s.GPUs), Figure: f})
+		name := fmt.Sprintf("xi-%s-%dgpu", fileSafe(string(s.Mode)), s.GPUs)
+		out = append(out, NamedFigure{Name: name, Figure: f})
+		if len(SlowdownMatrix(t, s).Configs) > maxLabelledCells {
+			f, err := XiModelHeatMap(t, s)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, NamedFigure{Name: name + "-models", Figure: f})
+		}
 	}
 	for _, m := range t.ModelNames() {
 		f, err := SubBatchFigure(t, m)

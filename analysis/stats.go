@@ -3,35 +3,18 @@ package analysis
 import (
 	"math"
 	"slices"
+
+	"github.com/montanaflynn/stats"
+	"gonum.org/v1/gonum/stat/distuv"
 )
 
-// TCrit95 returns the two-sided 95% critical value t_{0.975, dof} of Student's t distribution.
-// Values for 1–30 degrees of freedom and for 40, 60 and 120 are tabulated (four decimals); in
-// between, the value of the next smaller tabulated dof is used, which is conservative (a
-// slightly wider interval); above 120 it is 1.96 (the normal limit). dof < 1 gives NaN.
+// TCrit95 returns the two-sided 95% critical value t_{0.975, dof} of Student's t distribution,
+// the exact quantile from gonum's distuv.StudentsT. dof < 1 gives NaN.
 func TCrit95(dof int) float64 {
-	// t_{0.975} for dof = 1..30.
-	small := [...]float64{
-		12.7062, 4.3027, 3.1824, 2.7764, 2.5706, 2.4469, 2.3646, 2.3060, 2.2622, 2.2281,
-		2.2010, 2.1788, 2.1604, 2.1448, 2.1314, 2.1199, 2.1098, 2.1009, 2.0930, 2.0860,
-		2.0796, 2.0739, 2.0687, 2.0639, 2.0595, 2.0555, 2.0518, 2.0484, 2.0452, 2.0423,
-	}
-	switch {
-	case dof < 1:
+	if dof < 1 {
 		return math.NaN()
-	case dof <= len(small):
-		return small[dof-1]
-	case dof < 40:
-		return small[len(small)-1]
-	case dof < 60:
-		return 2.0211
-	case dof < 120:
-		return 2.0003
-	case dof == 120:
-		return 1.9799
-	default:
-		return 1.9600
 	}
+	return distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(dof)}.Quantile(0.975)
 }
 
 // Estimate is a sample mean with the half-width of its 95% confidence interval.
@@ -56,27 +39,20 @@ func (e Estimate) Hi() float64 { return e.Mean + e.Half }
 
 // Mean returns the arithmetic mean of xs, or NaN when xs is empty.
 func Mean(xs []float64) float64 {
-	if len(xs) == 0 {
+	m, err := stats.Mean(xs)
+	if err != nil {
 		return math.NaN()
 	}
-	s := 0.0
-	for _, x := range xs {
-		s += x
-	}
-	return s / float64(len(xs))
+	return m
 }
 
 // StdDev returns the sample standard deviation of xs (divisor n−1), or NaN when len(xs) < 2.
 func StdDev(xs []float64) float64 {
-	if len(xs) < 2 {
+	s, err := stats.StandardDeviationSample(xs)
+	if err != nil {
 		return math.NaN()
 	}
-	m := Mean(xs)
-	ss := 0.0
-	for _, x := range xs {
-		ss += (x - m) * (x - m)
-	}
-	return math.Sqrt(ss / float64(len(xs)-1))
+	return s
 }
 
 // CI95 returns the mean of xs with the half-width of its two-sided 95% confidence interval
@@ -92,7 +68,10 @@ func CI95(xs []float64) Estimate {
 
 // Quantile returns the q-quantile of xs with the authors' definition sorted(xs)[int(q·n)]
 // (clamped to the last element), the same as the pXX fields of summary.json. xs need not be
-// sorted; it is not modified. An empty xs gives NaN.
+// sorted; it is not modified. An empty xs gives NaN. It stays here because no library offers
+// this definition: stats.Percentile interpolates (Hyndman–Fan type 7) and
+// stats.PercentileNearestRank takes sorted(xs)[⌈q·n⌉−1], which differs whenever q·n is an
+// integer (the median of an even sample, p90 of 10 jobs).
 func Quantile(xs []float64, q float64) float64 {
 	if len(xs) == 0 {
 		return math.NaN()
@@ -112,7 +91,8 @@ func quantileSorted(s []float64, q float64) float64 {
 
 // ECDF returns the points of the empirical distribution function of xs as a step function:
 // the sorted distinct values and, for each, the fraction of values ≤ it. An empty xs gives
-// nil slices.
+// nil slices. (gonum's stat.CDF evaluates the ECDF at one point; the whole step function is a
+// single pass over the sorted sample.)
 func ECDF(xs []float64) (x, f []float64) {
 	if len(xs) == 0 {
 		return nil, nil

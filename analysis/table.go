@@ -32,7 +32,8 @@ const (
 	Text Format = "text"
 	// Markdown is a GitHub-flavoured Markdown table.
 	Markdown Format = "md"
-	// CSV is RFC 4180 CSV; the title and the notes are "# " comment lines.
+	// CSV is RFC 4180 CSV for machines: the header and plain-number cells only (see
+	// renderCSV); the title and the notes are in the other formats.
 	CSV Format = "csv"
 	// LaTeX is a booktabs table environment.
 	LaTeX Format = "latex"
@@ -180,31 +181,151 @@ func (t *Table) renderMarkdown(w *bytes.Buffer) {
 	}
 }
 
+// renderCSV writes the machine-readable form of t: a header and the rows, nothing else (no
+// title, no notes: those stay in the md, LaTeX and text forms). Cells become plain numbers
+// (ASCII minus, no plus sign or percent sign), missing values ("–", "n/a") become empty
+// cells, and a column of intervals "[lo, hi]" or of "value ± half" is split into two
+// columns; see machineColumns.
 func (t *Table) renderCSV(w *bytes.Buffer) error {
-	if t.Title != "" {
-		fmt.Fprintf(w, "# %s\n", oneLine(t.Title))
-	}
 	cw := csv.NewWriter(w)
-	if err := cw.Write(t.Header); err != nil {
+	cols := t.machineColumns()
+	var header []string
+	for _, c := range cols {
+		header = append(header, c.header...)
+	}
+	if err := cw.Write(header); err != nil {
 		return err
 	}
 	for r := range t.Rows {
-		row := make([]string, len(t.Header))
-		for c := range row {
-			row[c] = t.cell(r, c)
+		var row []string
+		for i, c := range cols {
+			row = append(row, c.cells(t.cell(r, i))...)
 		}
 		if err := cw.Write(row); err != nil {
 			return err
 		}
 	}
 	cw.Flush()
-	if err := cw.Error(); err != nil {
-		return err
+	return cw.Error()
+}
+
+// csvColumn is how one table column is written as CSV.
+type csvColumn struct {
+	header []string
+	kind   csvKind
+}
+
+type csvKind int
+
+const (
+	csvText      csvKind = iota // text, with ASCII minus; missing markers emptied
+	csvNumber                   // one plain number per cell
+	csvInterval                 // "[lo, hi]" → two columns
+	csvPlusMinus                // "value ± half" → two columns
+)
+
+// machineColumns classifies every column by its non-missing cells: all numbers, all
+// intervals, all "value ± half", or text.
+func (t *Table) machineColumns() []csvColumn {
+	cols := make([]csvColumn, len(t.Header))
+	for c, h := range t.Header {
+		kind, seen := csvNumber, false
+		for r := range t.Rows {
+			s := strings.TrimSpace(t.cell(r, c))
+			if isMissing(s) {
+				continue
+			}
+			k := cellKind(s)
+			if seen && k != kind {
+				kind = csvText
+				break
+			}
+			kind, seen = k, true
+			if k == csvText {
+				break
+			}
+		}
+		if !seen {
+			kind = csvText
+		}
+		switch kind {
+		case csvInterval:
+			cols[c] = csvColumn{header: []string{withQualifier(h, "low"), withQualifier(h, "high")}, kind: kind}
+		case csvPlusMinus:
+			cols[c] = csvColumn{header: []string{h, withQualifier(h, "± 95% CI")}, kind: kind}
+		default:
+			cols[c] = csvColumn{header: []string{h}, kind: kind}
+		}
 	}
-	for _, n := range t.Notes {
-		fmt.Fprintf(w, "# %s\n", oneLine(n))
+	return cols
+}
+
+// cells returns the CSV cells of one table cell s.
+func (c csvColumn) cells(s string) []string {
+	s = strings.TrimSpace(s)
+	width := len(c.header)
+	if isMissing(s) {
+		return make([]string, width)
 	}
-	return nil
+	switch c.kind {
+	case csvNumber:
+		return []string{plainNumber(s)}
+	case csvInterval:
+		lo, hi, _ := strings.Cut(strings.Trim(s, "[]"), ",")
+		return []string{plainNumber(lo), plainNumber(hi)}
+	case csvPlusMinus:
+		v, h, _ := strings.Cut(s, "±")
+		return []string{plainNumber(v), plainNumber(h)}
+	}
+	return []string{asciiMinus(s)}
+}
+
+// isMissing reports whether a cell is empty or a placeholder for a missing value.
+func isMissing(s string) bool { return s == "" || s == "–" || s == "n/a" }
+
+// cellKind classifies one non-missing cell.
+func cellKind(s string) csvKind {
+	if strings.HasPrefix(s, "[") && strings.HasSuffix(s, "]") {
+		lo, hi, ok := strings.Cut(strings.Trim(s, "[]"), ",")
+		if ok && isNumber(lo) && isNumber(hi) {
+			return csvInterval
+		}
+		return csvText
+	}
+	if v, h, ok := strings.Cut(s, "±"); ok {
+		if isNumber(v) && isNumber(h) {
+			return csvPlusMinus
+		}
+		return csvText
+	}
+	if isNumber(s) {
+		return csvNumber
+	}
+	return csvText
+}
+
+// isNumber reports whether s is one number, possibly with a sign (+, -, −) and a trailing %.
+func isNumber(s string) bool {
+	_, err := strconv.ParseFloat(plainNumber(s), 64)
+	return err == nil && strings.TrimSpace(s) != ""
+}
+
+// plainNumber writes a formatted number plainly: "−31.7" → "-31.7", "+4.8" → "4.8",
+// "62.7%" → "62.7". The digits are kept as formatted.
+func plainNumber(s string) string {
+	s = strings.TrimSuffix(strings.TrimSpace(asciiMinus(s)), "%")
+	return strings.TrimPrefix(strings.TrimSpace(s), "+")
+}
+
+// asciiMinus replaces the typographic minus sign with '-'.
+func asciiMinus(s string) string { return strings.ReplaceAll(s, "−", "-") }
+
+// withQualifier inserts q before a trailing unit: "95% CI (%)" → "95% CI low (%)".
+func withQualifier(h, q string) string {
+	if i := strings.LastIndex(h, " ("); i >= 0 && strings.HasSuffix(h, ")") {
+		return h[:i] + " " + q + h[i:]
+	}
+	return h + " " + q
 }
 
 // latexTemplate renders a booktabs table; every string is escaped before it reaches the

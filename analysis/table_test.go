@@ -143,3 +143,29 @@ func checkGolden(t *testing.T, path string, got []byte) {
 	t.Helper()
 	golden.Check(t, path, got)
 }
+
+func TestCSVIsMachineReadable(t *testing.T) {
+	t.Parallel()
+	tab := Table{
+		Title:  "a title",
+		Header: []string{"name", "Δ (%)", "95% CI (%)", "time (s)", "paper", "mixed"},
+		Rows: [][]string{
+			{"a", "−12.5", "[−35.1, +16.8]", "10.0 ± 2.5", "−33 to −27", "1.5"},
+			{"b", "+3.0", "–", "n/a", "up to −17", "x"},
+			{"c", "62.7%", "[0.0, 1.0]", "7.0 ± 0.0", "", "–"},
+		},
+		Notes: []string{"a note"},
+	}
+	var buf bytes.Buffer
+	if err := tab.Render(&buf, CSV); err != nil {
+		t.Fatal(err)
+	}
+	want := `name,Δ (%),95% CI low (%),95% CI high (%),time (s),time ± 95% CI (s),paper,mixed
+a,-12.5,-35.1,16.8,10.0,2.5,-33 to -27,1.5
+b,3.0,,,,,up to -17,x
+c,62.7,0.0,1.0,7.0,0.0,,
+`
+	if got := buf.String(); got != want {
+		t.Errorf("CSV:\n%s\nwant:\n%s", got, want)
+	}
+}

@@ -5,13 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"gonum.org/v1/plot/vg"
 
 	"github.com/sharebench/sharebench/analysis"
 	"github.com/sharebench/sharebench/results"
@@ -197,8 +200,8 @@ func (o *tableOpts) run(paths []string, stdout io.Writer) error {
 	return nil
 }
 
-const plotAbout = `Plot simulation run directories; the output format follows the extension of --out
-(.png, .svg or .pdf). Each RUN_DIR is a run directory or a root to search.
+const plotAbout = `Plot simulation run directories into a PNG, SVG or PDF figure. The format is
+--format, else the extension of --out. Each RUN_DIR is a run directory or a root to search.
 
 kinds:
   avg-jct    grouped bars of a metric (average JCT) per trace and policy, 95% CI error bars
@@ -206,38 +209,52 @@ kinds:
   queue-cdf  empirical CDF of queueing delay (runs of one trace)
   util       busy and shared GPUs over time from util.csv (runs of one trace)
   curve      a metric (average JCT) against a numeric label (--x), one line per policy
-             or variant, with 95% CI bands`
+             or variant, with 95% CI bands
+
+Axes are logarithmic where the values span more than a decade (the y axis of avg-jct and
+curve, the x axis of the CDFs); --log-x / --log-y force a log axis, --log-x=false /
+--log-y=false a linear one. Every policy has the same colour, pattern and marker in every
+figure.`
 
 // plotOpts are the flags of "sharebench plot".
 type plotOpts struct {
-	kind, out, x, metric, title string
-	logX                        bool
-	filter                      runFilter
+	kind, out, x, metric, title, format string
+	width, height                       string
+	fontSize                            float64
+	logX, logY                          bool
+	filter                              runFilter
 }
 
 func newPlotCmd() *cobra.Command {
 	var o plotOpts
 	cmd := &cobra.Command{
-		Use:   "plot RUN_DIR... --kind avg-jct|jct-cdf|queue-cdf|util|curve [--x LABEL] [--log-x] --out FIG.{png,svg,pdf}",
+		Use:   "plot RUN_DIR... --kind avg-jct|jct-cdf|queue-cdf|util|curve [--x LABEL] --out FIG.{png,svg,pdf}",
 		Short: "plot simulation run directories (png, svg, pdf)",
 		Long:  plotAbout,
 		Example: "  sharebench plot runs/ --kind jct-cdf --out jct.svg\n" +
-			"  sharebench plot results/paper/E6-load --kind curve --x labels.load --out load.pdf",
+			"  sharebench plot results/paper/E6-load --kind curve --x labels.load --out load.pdf\n" +
+			"  sharebench plot results/paper/E2 --kind avg-jct --width 8.5cm --height 6cm --font-size 7 --out e2.pdf",
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return o.run(args)
+			return o.run(args, cmd.Flags(), cmd.OutOrStdout())
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.kind, "kind", "", "figure `kind`: avg-jct, jct-cdf, queue-cdf, util or curve (required)")
-	f.StringVar(&o.out, "out", "", "output `file`: .png, .svg or .pdf (required)")
+	f.StringVar(&o.out, "out", "", "output `file` (.png, .svg or .pdf), or - for standard output with --format (required)")
+	f.StringVar(&o.format, "format", "", "figure `format`: png, svg or pdf (default: the extension of --out)")
 	f.StringVar(&o.x, "x", "", "curve: the numeric `label` on the x axis, e.g. gpu_mem_gib or labels.load")
 	f.StringVar(&o.metric, "metric", "avg-jct", "avg-jct and curve: the `metric` plotted: "+metricNames())
-	f.BoolVar(&o.logX, "log-x", false, "log-scale x axis (CDFs, curve)")
+	f.BoolVar(&o.logX, "log-x", false, "log-scale x axis (CDFs, curve); --log-x=false forces linear (default: log for CDFs spanning more than a decade)")
+	f.BoolVar(&o.logY, "log-y", false, "log-scale y axis (avg-jct, curve); --log-y=false forces linear (default: log when the values span more than a decade)")
+	f.StringVar(&o.width, "width", "", "figure `width`, e.g. 16cm, 6.3in, 450pt (a bare number is cm; default: the kind's own)")
+	f.StringVar(&o.height, "height", "", "figure `height`, like --width")
+	f.Float64Var(&o.fontSize, "font-size", 0, "size of tick labels and legend text in `points`; titles and axis labels scale with it (default 8.5)")
 	f.StringVar(&o.title, "title", "", "figure title (default: derived from the runs)")
 	o.filter.addFlags(f)
 	required(cmd, "kind", "out")
 	completeValues(cmd, "kind", "avg-jct", "jct-cdf", "queue-cdf", "util", "curve")
+	completeValues(cmd, "format", "png", "svg", "pdf")
 	completeFiles(cmd, []string{"png", "svg", "pdf"}, "out")
 	var metrics []string
 	for _, m := range analysis.Metrics() {
@@ -247,15 +264,59 @@ func newPlotCmd() *cobra.Command {
 	return cmd
 }
 
+// parseLength parses a figure dimension: a number with a unit cm, mm, in or pt, or a bare
+// number of centimetres.
+func parseLength(s string) (vg.Length, error) {
+	units := []struct {
+		suffix string
+		unit   vg.Length
+	}{{"cm", vg.Centimeter}, {"mm", vg.Millimeter}, {"in", vg.Inch}, {"pt", vg.Points(1)}, {"", vg.Centimeter}}
+	t := strings.TrimSpace(strings.ToLower(s))
+	for _, u := range units {
+		if num, ok := strings.CutSuffix(t, u.suffix); ok {
+			v, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
+			if err != nil || !(v > 0) || math.IsInf(v, 0) {
+				break
+			}
+			l := vg.Length(v) * u.unit
+			if l < 2*vg.Centimeter || l > 200*vg.Centimeter {
+				return 0, fmt.Errorf("%q is outside 2–200 cm", s)
+			}
+			return l, nil
+		}
+	}
+	return 0, fmt.Errorf("want a positive length such as 16cm, 160mm, 6.3in or 450pt, got %q", s)
+}
+
+// scaleFlag turns a boolean --log-x/--log-y into an axis scale: auto when not given.
+func scaleFlag(fs *pflag.FlagSet, name string, v bool) analysis.Scale {
+	switch {
+	case !fs.Changed(name):
+		return analysis.ScaleAuto
+	case v:
+		return analysis.ScaleLog
+	}
+	return analysis.ScaleLinear
+}
+
 // run implements "sharebench plot".
-func (o *plotOpts) run(paths []string) error {
+func (o *plotOpts) run(paths []string, fs *pflag.FlagSet, stdout io.Writer) error {
 	if len(paths) == 0 {
 		return usagef("plot: no run directory given")
 	}
-	switch ext := strings.ToLower(filepath.Ext(o.out)); ext {
-	case ".png", ".svg", ".pdf":
-	default:
-		return usagef("plot: --out %s: unknown extension %q (want .png, .svg or .pdf)", o.out, ext)
+	format := strings.ToLower(o.format)
+	ext := strings.TrimPrefix(strings.ToLower(filepath.Ext(o.out)), ".")
+	switch {
+	case format != "" && !slices.Contains([]string{"png", "svg", "pdf"}, format):
+		return usagef("plot: unknown --format %q (known: png, svg, pdf)", o.format)
+	case format == "" && o.out == "-":
+		return usagef("plot: --out - needs --format png, svg or pdf")
+	case format == "" && !slices.Contains([]string{"png", "svg", "pdf"}, ext):
+		return usagef("plot: --out %s: unknown extension %q (want .png, .svg or .pdf, or give --format)", o.out, filepath.Ext(o.out))
+	case format != "" && o.out != "-" && slices.Contains([]string{"png", "svg", "pdf"}, ext) && ext != format:
+		return usagef("plot: --format %s does not match --out %s", format, o.out)
+	case format == "":
+		format = ext
 	}
 	switch {
 	case o.kind == "":
@@ -264,6 +325,26 @@ func (o *plotOpts) run(paths []string) error {
 		return usagef("plot: unknown --kind %q (known: avg-jct, jct-cdf, queue-cdf, util, curve)", o.kind)
 	case o.kind == "curve" && o.x == "":
 		return usagef("plot: --kind curve needs --x LABEL")
+	case fs.Changed("log-x") && !slices.Contains([]string{"jct-cdf", "queue-cdf", "curve"}, o.kind):
+		return usagef("plot: --log-x applies to jct-cdf, queue-cdf and curve, not %s", o.kind)
+	case fs.Changed("log-y") && !slices.Contains([]string{"avg-jct", "curve"}, o.kind):
+		return usagef("plot: --log-y applies to avg-jct and curve, not %s", o.kind)
+	case fs.Changed("font-size") && !(o.fontSize >= 4 && o.fontSize <= 40):
+		return usagef("plot: --font-size %v: want 4–40 points", o.fontSize)
+	}
+	var width, height vg.Length
+	for _, d := range []struct {
+		flag, v string
+		dst     *vg.Length
+	}{{"width", o.width, &width}, {"height", o.height, &height}} {
+		if d.v == "" {
+			continue
+		}
+		l, err := parseLength(d.v)
+		if err != nil {
+			return usagef("plot: --%s: %w", d.flag, err)
+		}
+		*d.dst = l
 	}
 	m, err := analysis.MetricByName(o.metric)
 	if err != nil {
@@ -276,23 +357,37 @@ func (o *plotOpts) run(paths []string) error {
 	if runs, err = o.filter.apply(runs); err != nil {
 		return fmt.Errorf("plot: %w", err)
 	}
+	xScale, yScale := scaleFlag(fs, "log-x", o.logX), scaleFlag(fs, "log-y", o.logY)
 	var fig *analysis.Figure
 	switch o.kind {
 	case "avg-jct":
-		fig, err = analysis.AvgJCTBars(runs, analysis.BarOptions{Metric: m, Title: o.title})
+		fig, err = analysis.AvgJCTBars(runs, analysis.BarOptions{Metric: m, YScale: yScale, Title: o.title})
 	case "jct-cdf":
-		fig, err = analysis.JCTCDF(runs, analysis.CDFOptions{LogX: o.logX, Title: o.title})
+		fig, err = analysis.JCTCDF(runs, analysis.CDFOptions{XScale: xScale, Title: o.title})
 	case "queue-cdf":
-		fig, err = analysis.QueueCDF(runs, analysis.CDFOptions{LogX: o.logX, Title: o.title})
+		fig, err = analysis.QueueCDF(runs, analysis.CDFOptions{XScale: xScale, Title: o.title})
 	case "util":
 		fig, err = analysis.UtilOverTime(runs, analysis.UtilOptions{Title: o.title})
 	case "curve":
-		fig, err = analysis.Curve(runs, analysis.CurveOptions{X: o.x, Metric: m, LogX: o.logX, Title: o.title})
+		fig, err = analysis.Curve(runs, analysis.CurveOptions{X: o.x, Metric: m, LogX: xScale == analysis.ScaleLog, YScale: yScale, Title: o.title})
 	}
 	if err != nil {
 		return fmt.Errorf("plot: %w", err)
 	}
-	if err := fig.Save(o.out); err != nil {
+	if width > 0 {
+		fig.Width = width
+	}
+	if height > 0 {
+		fig.Height = height
+	}
+	if o.fontSize > 0 {
+		fig.SetFontSize(vg.Points(o.fontSize))
+	}
+	var buf bytes.Buffer
+	if err := fig.Encode(&buf, format); err != nil {
+		return fmt.Errorf("plot: %w", err)
+	}
+	if err := writeOutput(o.out, buf.Bytes(), stdout); err != nil {
 		return fmt.Errorf("plot: %w", err)
 	}
 	return nil
