@@ -262,11 +262,9 @@ func varyingSettings(settings []string) map[string]string {
 			if len(values[k]) == 1 && count[k] == len(split) {
 				continue
 			}
-			v, ok := kvs[k]
-			if !ok {
-				v = "–"
+			if v, ok := kvs[k]; ok { // a key other cells carry and this one lacks is left out
+				keep = append(keep, k+"="+v)
 			}
-			keep = append(keep, k+"="+v)
 		}
 		out[s] = strings.Join(keep, " ")
 	}
