@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -120,5 +121,33 @@ func TestShippedSpecs(t *testing.T) {
 				t.Errorf("%s/%s: no title", label, e.Name)
 			}
 		}
+	}
+}
+
+// TestDocumentedSpec parses the complete example of docs/experiments.md, so that the
+// documentation cannot describe a format the parser rejects.
+func TestDocumentedSpec(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "docs", "experiments.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(doc), "## A complete example\n\n```yaml\n")
+	if !ok {
+		t.Fatal("docs/experiments.md: no yaml block under \"A complete example\"")
+	}
+	spec, _, _ := strings.Cut(rest, "```")
+	e, err := ParseSpec(strings.NewReader(spec), "docs/experiments.md", FileResolver("/specs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := PlanOf([]Experiment{e})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan) != 100 || len(e.Settings) != 4 {
+		t.Errorf("%d runs in %d settings, the doc says 100 in 4", len(plan), len(e.Settings))
+	}
+	if got := e.Settings[0].Name; got != "trace3-mem12" {
+		t.Errorf("first setting %q", got)
 	}
 }
