@@ -6,6 +6,7 @@ import (
 	"hash/fnv"
 	"io"
 	"maps"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -328,12 +329,23 @@ func traceGen(ctx context.Context, o traceGenOpts, stdout, stderr io.Writer) err
 		return fmt.Errorf("trace gen: %w", err)
 	}
 	gpus := nodes * perNode
-	rng := rand.New(rand.NewPCG(o.seed, traceStream("trace gen")))
-	generated, err := trace.Generate(trace.GenConfig{
-		Jobs: o.jobs, Load: o.load, GPUs: gpus, Pool: pool, Models: models,
-	}, rng)
+	draw := func(load float64) ([]trace.Job, error) {
+		rng := rand.New(rand.NewPCG(o.seed, traceStream("trace gen")))
+		return trace.Generate(trace.GenConfig{Jobs: o.jobs, Load: load, GPUs: gpus, Pool: pool, Models: models}, rng)
+	}
+	// The generator's arrival rate is proportional to its load argument and every other draw is
+	// independent of it, so the trace drawn at load 1 fixes the jobs; its offered load A then
+	// calibrates the rate: drawing at load/A gives the same jobs with arrivals compressed by
+	// exactly that factor, i.e. the target offered load (up to nanosecond rounding).
+	unit, err := draw(1)
 	if err != nil {
 		return err
+	}
+	generated := unit
+	if a := offeredLoad(traceSummarize(unit), gpus); a > 0 {
+		if generated, err = draw(o.load / a); err != nil {
+			return err
+		}
 	}
 	msg := stdout
 	if o.out == "-" {
@@ -350,11 +362,22 @@ func traceGen(ctx context.Context, o traceGenOpts, stdout, stderr io.Writer) err
 		fmt.Fprintf(msg, "skipped %d invalid rows of %s\n", skipped, path)
 	}
 	fmt.Fprintf(msg, "wrote %d jobs to %s\n", len(generated), o.out)
-	if span := (s.last - s.first).Seconds(); span > 0 {
-		fmt.Fprintf(msg, "offered load %.4f on %s (target %v), arrival span %s\n",
-			s.gpuSeconds/(float64(gpus)*span), o.cluster, o.load, traceSeconds(s.last-s.first))
+	if got := offeredLoad(s, gpus); got > 0 {
+		fmt.Fprintf(msg, "offered load %.4f on %s (target %v), arrival span %s\n", got, o.cluster, o.load, traceSeconds(s.last-s.first))
+		if math.Abs(got/o.load-1) > 0.02 {
+			return fmt.Errorf("trace gen: the trace's offered load %.4f misses the target %v by more than 2%% (too few jobs for its arrival span?)", got, o.load)
+		}
 	}
 	return nil
+}
+
+// offeredLoad is Σ GPUs × duration ÷ (cluster GPUs × arrival span), 0 without a span.
+func offeredLoad(s traceSummary, gpus int) float64 {
+	span := (s.last - s.first).Seconds()
+	if span <= 0 {
+		return 0
+	}
+	return s.gpuSeconds / (float64(gpus) * span)
 }
 
 // traceGenModels returns the models "trace gen" draws from: the built-in table or the
