@@ -385,6 +385,10 @@ func fmtFixed(v float64, dec int) string {
 }
 
 // fmtSigned formats v like fmtFixed with an explicit + for positive values.
+// FormatSigned formats v as the tables do: dec decimals, a true minus sign, "+" before a
+// positive value, "–" for NaN.
+func FormatSigned(v float64, dec int) string { return fmtSigned(v, dec) }
+
 func fmtSigned(v float64, dec int) string {
 	s := fmtFixed(v, dec)
 	if s != "–" && !strings.HasPrefix(s, "−") && strings.Trim(s, "0.") != "" {

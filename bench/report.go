@@ -82,8 +82,62 @@ func BuildReport(outRoot string, plan []RunSpec, exps []Experiment) (*Report, er
 			return nil, fmt.Errorf("bench: report %s: %w", e.Name, err)
 		}
 		rep.add(strings.ToLower(e.Name), text)
+		if e.Name == "E0" {
+			text, err := baselineEffects(runs)
+			if err != nil {
+				return nil, fmt.Errorf("bench: report E0: %w", err)
+			}
+			rep.add("e0-effects", text)
+		}
 	}
 	return rep, nil
+}
+
+// baselineEffects renders E0 as the measured effect of each difference between sharebench's
+// Tiresias and the code it follows, or between its variants: Δ average JCT of one run against
+// another, per trace (E0's settings are <trace>, <trace>-no-restart and <trace>-muri).
+func baselineEffects(runs []*results.Run) (string, error) {
+	avg := map[[2]string]float64{} // (setting, series) → avg JCT
+	var traces []string
+	for _, r := range runs {
+		// A run's directory is <root>/E0/<setting>/<series>/seed-<n>.
+		series := filepath.Base(filepath.Dir(r.Dir))
+		set := filepath.Base(filepath.Dir(filepath.Dir(r.Dir)))
+		avg[[2]string{set, series}] = r.Summary.AvgJCTS
+		tr := r.Summary.Labels["trace"]
+		if !slices.Contains(traces, tr) {
+			traces = append(traces, tr)
+		}
+	}
+	slices.Sort(traces)
+	rows := []struct{ what, aSet, aSeries, bSet, bSeries string }{
+		{"restart cost charged once per restart, from the lineage's table (against none)", "", "tiresias", "-no-restart", "tiresias"},
+		{"the lineage's non-scheduling effects: step times × 1.015 and the start overhead lost at every event, no restart charge (against sharebench's default)", "-muri", "tiresias", "", "tiresias"},
+		{"2D-LAS on the authors' loop: first come first served by queue entry, YARN placement, the authors' victim rule (tiresias-entry-order, against tiresias)", "", "tiresias-entry-order", "", "tiresias"},
+		{"the lineage's unused third queue limit (four queues; tiresias-entry-order-4q against tiresias-entry-order)", "", "tiresias-entry-order-4q", "", "tiresias-entry-order"},
+		{"the authors' testbed settings: 2 queues, 700 s of wall time, starvation promotion (tiresias-testbed, against tiresias)", "", "tiresias-testbed", "", "tiresias"},
+		{"sjf-bsbf against tiresias (the claim's comparison), for scale", "", "sjf-bsbf", "", "tiresias"},
+	}
+	t := analysis.Table{Header: []string{"difference (Δ avg JCT, %)"}}
+	t.Header = append(t.Header, traces...)
+	for _, r := range rows {
+		row := []string{r.what}
+		for _, tr := range traces {
+			a, okA := avg[[2]string{tr + r.aSet, r.aSeries}]
+			b, okB := avg[[2]string{tr + r.bSet, r.bSeries}]
+			cell := "–"
+			if okA && okB && b > 0 {
+				cell = analysis.FormatSigned((a-b)/b*100, 1)
+			}
+			row = append(row, cell)
+		}
+		t.Rows = append(t.Rows, row)
+	}
+	var buf bytes.Buffer
+	if err := t.Render(&buf, analysis.Markdown); err != nil {
+		return "", err
+	}
+	return buf.String(), nil
 }
 
 // ClaimRuns loads the summaries of the runs of the experiments that check the paper's claims.
