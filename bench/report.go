@@ -2,11 +2,13 @@ package bench
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/sharebench/sharebench/analysis"
@@ -59,6 +61,13 @@ func BuildReport(outRoot string, plan []RunSpec, exps []Experiment) (*Report, er
 		byExp[r.Experiment] = append(byExp[r.Experiment], run)
 	}
 	rep := &Report{}
+	inputs, err := inputsRegion(outRoot, plan)
+	if err != nil {
+		return nil, err
+	}
+	if inputs != "" {
+		rep.add("inputs", inputs)
+	}
 	var claimRuns []*results.Run
 	for _, e := range exps {
 		if e.Analysis.Claims {
@@ -161,6 +170,71 @@ func ClaimRuns(outRoot string, plan []RunSpec, exps []Experiment) ([]*results.Ru
 		runs = append(runs, run)
 	}
 	return runs, nil
+}
+
+// inputsRegion tabulates each setting's trace as the runs saw it (run.json of its first run):
+// jobs, arrival span, GPU-time and offered load on its cluster, with the spread over seeds for
+// generated traces.
+func inputsRegion(outRoot string, plan []RunSpec) (string, error) {
+	type agg struct {
+		exp, setting, trace, cluster string
+		jobs                         int
+		loads, spans, gpuH           []float64
+	}
+	var order []string
+	rows := map[string]*agg{}
+	seenSeed := map[string]bool{}
+	for i := range plan {
+		r := &plan[i]
+		key := r.Experiment + "/" + r.Setting
+		if seenSeed[key+fmt.Sprint(r.Seed)] {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(r.Dir(outRoot), RunFile))
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		var rec RunRecord
+		if err := json.Unmarshal(data, &rec); err != nil {
+			return "", fmt.Errorf("bench: report: %s: %w", filepath.Join(r.Dir(outRoot), RunFile), err)
+		}
+		seenSeed[key+fmt.Sprint(r.Seed)] = true
+		a, ok := rows[key]
+		if !ok {
+			a = &agg{exp: r.Experiment, setting: r.Setting, trace: r.Trace.Name,
+				cluster: fmt.Sprintf("%d×%d, %s GiB", r.Cluster.Nodes, r.Cluster.GPUsPerNode, num(r.Cluster.MemGiB)), jobs: rec.TraceStats.Jobs}
+			rows[key] = a
+			order = append(order, key)
+		}
+		a.loads = append(a.loads, rec.OfferedLoad)
+		a.spans = append(a.spans, rec.TraceStats.SpanS/3600)
+		a.gpuH = append(a.gpuH, rec.TraceStats.GPUSeconds/3600)
+	}
+	if len(order) == 0 {
+		return "", nil
+	}
+	rangeOf := func(v []float64, dec int) string {
+		lo, hi := slices.Min(v), slices.Max(v)
+		a, b := strconv.FormatFloat(lo, 'f', dec, 64), strconv.FormatFloat(hi, 'f', dec, 64)
+		if a == b {
+			return a
+		}
+		return a + "–" + b
+	}
+	t := analysis.Table{Header: []string{"experiment", "setting", "trace", "cluster", "jobs", "draws", "arrival span (h)", "GPU-hours", "offered load"}}
+	for _, k := range order {
+		a := rows[k]
+		t.Rows = append(t.Rows, []string{a.exp, a.setting, a.trace, a.cluster, strconv.Itoa(a.jobs), strconv.Itoa(len(a.loads)),
+			rangeOf(a.spans, 0), rangeOf(a.gpuH, 0), rangeOf(a.loads, 2)})
+	}
+	var buf bytes.Buffer
+	if err := t.Render(&buf, analysis.Markdown); err != nil {
+		return "", err
+	}
+	return buf.String(), nil
 }
 
 // loadSummaryRun reads a run directory's summary.json only.
