@@ -12,14 +12,15 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/sharebench/sharebench/runner"
+	"github.com/sharebench/sharebench/engine"
+	"github.com/sharebench/sharebench/internal/fsutil"
 	"github.com/sharebench/sharebench/sim"
 )
 
 // SlurmSweepOptions configures SweepSlurm.
 type SlurmSweepOptions struct {
 	// Slurm submits and follows the job arrays (resources, limits, polling).
-	Slurm *runner.Slurm
+	Slurm *engine.Slurm
 	// Label is the plan's label: every task runs "sharebench reproduce --label Label --run I".
 	Label string
 	// WorkDir receives the job script, the run list (runs.txt) and each task's output and
@@ -54,7 +55,7 @@ func SweepSlurm(ctx context.Context, runs []RunSpec, outRoot string, opt SlurmSw
 	if s == nil {
 		return out, errors.New("bench: slurm sweep: no Slurm client")
 	}
-	if !runner.SafeName(opt.Label) {
+	if !engine.SafeName(opt.Label) {
 		return out, fmt.Errorf("bench: slurm sweep: label %q: use letters, digits, '.', '_' and '-'", opt.Label)
 	}
 	k := max(opt.RunsPerTask, 1)
@@ -89,11 +90,11 @@ func SweepSlurm(ctx context.Context, runs []RunSpec, outRoot string, opt SlurmSw
 		}
 	}
 	listPath := filepath.Join(work, "runs.txt")
-	if err := runner.WriteFileAtomic(listPath, list.Bytes()); err != nil {
+	if err := fsutil.WriteFileAtomic(listPath, list.Bytes()); err != nil {
 		return out, err
 	}
 	script := filepath.Join(work, "job.sh")
-	if err := runner.WriteFileAtomic(script, slurmSweepScript(opt.Label, bin, root, listPath, k)); err != nil {
+	if err := fsutil.WriteFileAtomic(script, slurmSweepScript(opt.Label, bin, root, listPath, k)); err != nil {
 		return out, err
 	}
 	if err := os.Chmod(script, 0o755); err != nil {
@@ -108,10 +109,10 @@ func SweepSlurm(ctx context.Context, runs []RunSpec, outRoot string, opt SlurmSw
 	for i := range chunks {
 		chunks[i] = i
 	}
-	base := runner.SlurmArray{Name: "sharebench-reproduce-" + opt.Label, Script: script, LogDir: work, CPUsPerTask: s.Config.CPUsPerTask}
-	var arrays []runner.SlurmArray
+	base := engine.SlurmArray{Name: "sharebench-reproduce-" + opt.Label, Script: script, LogDir: work, CPUsPerTask: s.Config.CPUsPerTask}
+	var arrays []engine.SlurmArray
 	offsetOf := map[string]int{}
-	for _, a := range runner.SplitArrays(chunks, maxSize, base) {
+	for _, a := range engine.SplitArrays(chunks, maxSize, base) {
 		sub, err := s.Submit(ctx, a)
 		if err != nil {
 			var jobs []string
@@ -128,7 +129,7 @@ func SweepSlurm(ctx context.Context, runs []RunSpec, outRoot string, opt SlurmSw
 		offsetOf[sub.JobID], _ = strconv.Atoi(a.Args[len(a.Args)-1])
 		arrays = append(arrays, sub)
 	}
-	chunkRuns := func(t runner.SlurmTask) []int {
+	chunkRuns := func(t engine.SlurmTask) []int {
 		first := (offsetOf[t.JobID] + t.Index) * k
 		var idx []int
 		for i := first; i < min(first+k, len(runs)); i++ {
@@ -137,8 +138,8 @@ func SweepSlurm(ctx context.Context, runs []RunSpec, outRoot string, opt SlurmSw
 		return idx
 	}
 	finished := 0
-	err = s.Watch(ctx, arrays, runner.SlurmHooks{
-		Complete: func(t runner.SlurmTask) bool {
+	err = s.Watch(ctx, arrays, engine.SlurmHooks{
+		Complete: func(t engine.SlurmTask) bool {
 			for _, i := range chunkRuns(t) {
 				if present, _ := runOutcome(&runs[i], root); !present {
 					return false
@@ -146,7 +147,7 @@ func SweepSlurm(ctx context.Context, runs []RunSpec, outRoot string, opt SlurmSw
 			}
 			return true
 		},
-		Finished: func(t runner.SlurmTask, complete bool) error {
+		Finished: func(t engine.SlurmTask, complete bool) error {
 			for _, i := range chunkRuns(t) {
 				present, err := runOutcome(&runs[i], root)
 				if !present {
@@ -190,7 +191,7 @@ func runOutcome(r *RunSpec, root string) (present bool, err error) {
 // first argument) runs lines (offset+i)·k+1 … (offset+i+1)·k of the run list, each with
 // "sharebench reproduce --run". Every path is shell-quoted.
 func slurmSweepScript(label, bin, outRoot, list string, k int) []byte {
-	q := runner.ShellQuote
+	q := engine.ShellQuote
 	var b bytes.Buffer
 	fmt.Fprintf(&b, `#!/bin/bash
 # sharebench job script for "sharebench reproduce --label %s": array task i runs the plan

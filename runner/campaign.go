@@ -18,6 +18,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/sharebench/sharebench/engine"
 	"github.com/sharebench/sharebench/profile"
 )
 
@@ -40,49 +41,8 @@ const (
 const EnvPython = "SHAREBENCH_PYTHON"
 
 // Duration is a time.Duration written as a Go duration string ("10s", "2m30s") in YAML and
-// JSON.
-type Duration time.Duration
-
-// D returns d as a time.Duration.
-func (d Duration) D() time.Duration { return time.Duration(d) }
-
-// String formats d like time.Duration.
-func (d Duration) String() string { return time.Duration(d).String() }
-
-// MarshalJSON writes d as a duration string.
-func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
-
-// UnmarshalJSON reads a duration string.
-func (d *Duration) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return err
-	}
-	v, err := time.ParseDuration(s)
-	*d = Duration(v)
-	return err
-}
-
-// MarshalYAML writes d as a duration string.
-func (d Duration) MarshalYAML() (any, error) { return d.String(), nil }
-
-// UnmarshalYAML reads a duration string such as "90s"; a bare number means seconds.
-func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
-	var s string
-	if err := n.Decode(&s); err != nil {
-		return err
-	}
-	if f, err := strconv.ParseFloat(s, 64); err == nil {
-		*d = Duration(time.Duration(f * float64(time.Second)))
-		return nil
-	}
-	v, err := time.ParseDuration(s)
-	if err != nil {
-		return fmt.Errorf("line %d: %q is not a duration (e.g. 30s, 2m)", n.Line, s)
-	}
-	*d = Duration(v)
-	return nil
-}
+// JSON, the same type as the engines' polling intervals.
+type Duration = engine.Duration
 
 // Campaign is a profiling campaign: which models, batches and sub-batches to measure alone
 // and in pairs, and how (RUNNER.md §3). It is read from YAML (docs/runner.md has the
@@ -264,10 +224,6 @@ func charsetOK(s string, maxLen int, extra string, alnumFirst bool) bool {
 	return true
 }
 
-// SafeName reports whether s may reach a command line, a file name or a container name:
-// 1–128 letters, digits, '.', '_' and '-', starting with a letter or digit.
-func SafeName(s string) bool { return charsetOK(s, 128, "._-", true) }
-
 // safeImage reports whether s is a plain container image reference.
 func safeImage(s string) bool { return charsetOK(s, 256, "._-/:@", true) }
 
@@ -439,7 +395,7 @@ func (c *Campaign) validate() error {
 	if c.Name == "" {
 		return errors.New("name: missing")
 	}
-	if !SafeName(c.Name) {
+	if !engine.SafeName(c.Name) {
 		return fmt.Errorf("name: %q: use letters, digits, '.', '_' and '-'", c.Name)
 	}
 	switch c.Backend {
@@ -460,7 +416,7 @@ func (c *Campaign) validate() error {
 	}
 	seen := map[string]bool{}
 	for i, m := range c.Models {
-		if !SafeName(m.Name) {
+		if !engine.SafeName(m.Name) {
 			return fmt.Errorf("models[%d].name: %q: use letters, digits, '.', '_' and '-'", i, m.Name)
 		}
 		if seen[m.Name] {
@@ -537,7 +493,7 @@ func (c *Campaign) validate() error {
 	if c.Workload.MaxSteps < 0 {
 		return errors.New("workload.max_steps: must not be negative")
 	}
-	if c.Workload.Impl != "" && !SafeName(c.Workload.Impl) {
+	if c.Workload.Impl != "" && !engine.SafeName(c.Workload.Impl) {
 		return fmt.Errorf("workload.impl: %q: use letters, digits, '.', '_' and '-'", c.Workload.Impl)
 	}
 	for _, k := range slices.Sorted(mapKeys(c.Workload.Env)) {
@@ -549,7 +505,7 @@ func (c *Campaign) validate() error {
 		return errors.New("timeouts: ready, stall and grace must be positive")
 	}
 	for i, g := range c.GPUs {
-		if !SafeName(g) {
+		if !engine.SafeName(g) {
 			return fmt.Errorf("gpus[%d]: %q is not a GPU index or UUID", i, g)
 		}
 	}
@@ -572,7 +528,7 @@ func (c *Campaign) validate() error {
 		if !safeImage(ct.Image) {
 			return fmt.Errorf("container.image: %q: not a plain image reference", ct.Image)
 		}
-		if ct.Runtime != "" && !SafeName(ct.Runtime) {
+		if ct.Runtime != "" && !engine.SafeName(ct.Runtime) {
 			return fmt.Errorf("container.runtime: %q: use letters, digits, '.', '_' and '-'", ct.Runtime)
 		}
 		if !strings.HasPrefix(ct.MountPoint, "/") {
@@ -584,7 +540,7 @@ func (c *Campaign) validate() error {
 			}
 		}
 	}
-	if err := c.Slurm.validate(); err != nil {
+	if err := c.Slurm.Validate(); err != nil {
 		return err
 	}
 	if err := c.Kubernetes.validate(); err != nil {

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/sharebench/sharebench/engine"
 )
 
 const exampleCampaign = `
@@ -165,7 +167,7 @@ models: [{name: bert, batches: [2]}, {name: vgg16, batches: [16]}]
 				t.Errorf("cells (-want +got):\n%s", diff)
 			}
 			for i, c := range cells {
-				if c.Index != i || len(c.ID) != 16 || !SafeName(c.Dir()) {
+				if c.Index != i || len(c.ID) != 16 || !engine.SafeName(c.Dir()) {
 					t.Errorf("cell %d: index %d, id %q, dir %q", i, c.Index, c.ID, c.Dir())
 				}
 			}
@@ -230,19 +232,5 @@ func TestPlansABBA(t *testing.T) {
 	c.ReuseSolo = true
 	if diff := cmp.Diff([]string{"r0-pair", "r1-pair", "r2-pair"}, names(plans(c, cells[3]))); diff != "" {
 		t.Errorf("reuse_solo (-want +got):\n%s", diff)
-	}
-}
-
-func TestSafeName(t *testing.T) {
-	t.Parallel()
-	for _, s := range []string{"resnet50", "a.b_c-d", "GPU-0f3a", "sb-1234abcd-r0-pair-A-a1b2c3"} {
-		if !SafeName(s) {
-			t.Errorf("SafeName(%q) = false", s)
-		}
-	}
-	for _, s := range []string{"", "-rm", ".x", "a b", "a;b", "a/b", "$(x)", "a\nb", strings.Repeat("a", 129), "é"} {
-		if SafeName(s) {
-			t.Errorf("SafeName(%q) = true", s)
-		}
 	}
 }

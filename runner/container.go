@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/sharebench/sharebench/engine"
 )
 
 // ContainerBackend runs each workload process in its own container through the docker or
@@ -70,7 +72,7 @@ func (b *ContainerBackend) Argv(s Spec) ([]string, error) {
 	}
 	argv := []string{b.binary(), "run", "--rm", "--init", "-i", "--name", s.Name, "--ipc=host", "--network=none"}
 	if b.Runtime != "" {
-		if !SafeName(b.Runtime) {
+		if !engine.SafeName(b.Runtime) {
 			return nil, fmt.Errorf("runner: container runtime %q", b.Runtime)
 		}
 		argv = append(argv, "--runtime", b.Runtime)

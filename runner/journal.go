@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+
+	"github.com/sharebench/sharebench/internal/fsutil"
 )
 
 // JournalFile is the journal's name inside a campaign's output directory.
@@ -56,7 +58,7 @@ func OpenJournal(path string) (*Journal, error) {
 			}
 		}
 	} else {
-		syncDir(filepath.Dir(path))
+		fsutil.SyncDir(filepath.Dir(path))
 	}
 	return j, nil
 }
@@ -143,41 +145,4 @@ func Latest(records []Result) map[string]Result {
 		out[r.Cell.ID] = r
 	}
 	return out
-}
-
-// syncDir fsyncs a directory so a newly created file's entry survives a crash.
-func syncDir(dir string) {
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
-	}
-}
-
-// WriteFileAtomic writes data to path through a temporary file in the same directory, an
-// fsync and a rename: readers see the old or the new file, never a partial one.
-func WriteFileAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("runner: %w", err)
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp, 0o644)
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("runner: writing %s: %w", path, err)
-	}
-	syncDir(filepath.Dir(path))
-	return nil
 }

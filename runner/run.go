@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/sharebench/sharebench/internal/fsutil"
 	"github.com/sharebench/sharebench/runner/gpu"
 )
 
@@ -220,7 +221,7 @@ func Run(ctx context.Context, c *Campaign, opt RunOptions) (Summary, error) {
 
 // writeOutputs writes cells.csv, profile.json and manifest.json atomically.
 func writeOutputs(c *Campaign, latest map[string]Result, opt RunOptions, host HostInfo, devs []gpu.DeviceInfo, mps gpu.MPSStatus, telemetry string, started time.Time) error {
-	if err := WriteFileAtomic(filepath.Join(opt.OutDir, CellsFile), CellsCSV(c, latest)); err != nil {
+	if err := fsutil.WriteFileAtomic(filepath.Join(opt.OutDir, CellsFile), CellsCSV(c, latest)); err != nil {
 		return err
 	}
 	t, err := BuildProfile(c, latest, opt.Command)
@@ -231,7 +232,7 @@ func writeOutputs(c *Campaign, latest map[string]Result, opt RunOptions, host Ho
 	if err := t.Write(&buf); err != nil {
 		return fmt.Errorf("runner: campaign %s: %w", c.Name, err)
 	}
-	if err := WriteFileAtomic(filepath.Join(opt.OutDir, ProfileFile), buf.Bytes()); err != nil {
+	if err := fsutil.WriteFileAtomic(filepath.Join(opt.OutDir, ProfileFile), buf.Bytes()); err != nil {
 		return err
 	}
 	m := buildManifest(c, latest, host, devs, mps, telemetry, opt.Backend.Name(), opt.Command, started, time.Now().UTC())
@@ -239,7 +240,7 @@ func writeOutputs(c *Campaign, latest map[string]Result, opt RunOptions, host Ho
 	if err != nil {
 		return fmt.Errorf("runner: campaign %s: manifest: %w", c.Name, err)
 	}
-	return WriteFileAtomic(filepath.Join(opt.OutDir, ManifestFile), b)
+	return fsutil.WriteFileAtomic(filepath.Join(opt.OutDir, ManifestFile), b)
 }
 
 // deviceFor finds the device a campaign GPU id (index or UUID) names; -1 if none.

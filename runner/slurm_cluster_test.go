@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sharebench/sharebench/engine"
 )
 
 // The tests in this file run against a real single-node Slurm cluster on loopback (RUNNER.md
@@ -268,7 +270,7 @@ func (sc *slurmCluster) monitor() *queueMonitor {
 			cmd.Env = sc.env
 			if out, err := cmd.Output(); err == nil {
 				running, waiting := 0, false
-				for _, task := range parseSqueue(out) {
+				for _, task := range engine.ParseSqueue(out) {
 					switch {
 					case task.State == "RUNNING":
 						running++
