@@ -136,12 +136,12 @@ func Dispatch(ctx context.Context, c *Campaign, opt DispatchOptions) (Summary, e
 		return sum, err
 	}
 	defer journal.Close()
-	records, skipped, err := ReadJournal(journal.Path())
+	records, problems, err := ReadJournal(journal.Path())
 	if err != nil {
 		return sum, err
 	}
-	if skipped > 0 {
-		log.Warn("journal lines skipped (cut short or foreign)", "journal", journal.Path(), "lines", skipped)
+	for _, p := range problems {
+		log.Warn("journal record ignored; its cell runs again", "journal", journal.Path(), "problem", p)
 	}
 	started := time.Now().UTC()
 	j := &dispatchJournal{j: journal, latest: Latest(records), attempts: map[string]int{}, seen: map[string]bool{}}
@@ -342,7 +342,7 @@ func failedResult(c *Campaign, cell Cell, reason, tail string) Result {
 	now := time.Now().UTC()
 	return Result{
 		Record: RecordCell, Version: ResultVersion, Campaign: c.Name, Cell: cell, Status: StatusFailed,
-		Reason: reason, StderrTail: tail, Mode: c.Mode, Backend: c.Backend, Attempt: 1, Started: now, Finished: now,
+		Reason: reason, StderrTail: tail, Mode: cellMode(cell), Backend: c.Backend, Attempt: 1, Started: now, Finished: now,
 	}
 }
 

@@ -79,11 +79,11 @@ func CampaignStatus(dir string, c *Campaign) (CampaignStatusReport, error) {
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 		return rep, fmt.Errorf("runner: status: %s is not a campaign directory", dir)
 	}
-	records, skipped, err := ReadJournal(filepath.Join(dir, JournalFile))
+	records, problems, err := ReadJournal(filepath.Join(dir, JournalFile))
 	if err != nil {
 		return rep, err
 	}
-	rep.SkippedLines = skipped
+	rep.SkippedLines = len(problems)
 	ds, err := ReadDispatchState(dir)
 	if err != nil {
 		return rep, err

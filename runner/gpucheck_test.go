@@ -85,6 +85,7 @@ func TestGPUCheckScript(t *testing.T) {
 		c, _ := fakeCampaign(t, `
 name: gpu-check
 repeats: 1
+max_repeats: 1
 reuse_solo: true
 models: [{name: resnet50, batches: [64]}, {name: vgg16, batches: [32]}]
 warmup: {steps: 1, seconds: 0}

@@ -26,6 +26,7 @@ const kubeGoldenCampaign = `
 name: H200_pairs.v2
 backend: local
 repeats: 3
+max_repeats: 3
 reuse_solo: true
 models:
   - {name: resnet50, batches: [64]}
@@ -130,6 +131,7 @@ const kubeFakeCampaign = `
 name: kube-fake
 backend: fake
 repeats: 1
+max_repeats: 1
 warmup: {steps: 1, seconds: 0}
 window: {min_steps: 3, min_seconds: 0, floor_steps: 2, trim: 0, max_seconds: 10}
 telemetry: none

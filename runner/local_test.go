@@ -140,6 +140,7 @@ func helperCampaign(t *testing.T, script string, env map[string]string) *Campaig
 name: helper
 solo_only: true
 repeats: 1
+max_repeats: 1
 models: [{name: m, batches: [8], sub_batches: [4]}]
 window: {min_steps: 20, min_seconds: 30, floor_steps: 5, trim: 2, max_seconds: 20}
 timeouts: {ready: 3s, stall: 2s, grace: 500ms}
@@ -161,7 +162,7 @@ func runSolo(t *testing.T, c *Campaign, b Backend) RunResult {
 	rc := &runCtx{c: c, cell: cell, backend: b, gpus: c.GPUs, outDir: dir, cellDir: dir}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	res, err := rc.execute(ctx, plans(c, cell)[0])
+	res, err := rc.execute(ctx, plans(c, cell, 1)[0])
 	if err != nil {
 		t.Fatalf("execute: %v", err)
 	}
@@ -225,17 +226,6 @@ func TestLocalHelperScripts(t *testing.T) {
 			}
 		})
 	}
-}
-
-// alive reports whether pid exists and is not a zombie.
-func alive(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i >= 0 && !strings.HasPrefix(strings.TrimSpace(s[i+1:]), "Z")
 }
 
 func TestLocalSlowStopIsTerminated(t *testing.T) {

@@ -135,7 +135,7 @@ func selftestRun(ctx context.Context, c *Campaign, opt SelftestOptions) (RunResu
 	if err := os.MkdirAll(rc.cellDir, 0o755); err != nil {
 		return RunResult{}, nil, err
 	}
-	res, err := rc.execute(ctx, plans(c, cell)[0])
+	res, err := rc.execute(ctx, plans(c, cell, 1)[0])
 	var events []string
 	for _, f := range res.Files {
 		if filepath.Ext(f) == ".jsonl" && bytes.HasSuffix([]byte(f), []byte(".events.jsonl")) {

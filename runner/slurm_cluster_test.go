@@ -336,6 +336,7 @@ func maxOverlap(rs []Result) int {
 const slurmCampaignYAML = `name: slurm-cluster
 backend: fake
 repeats: 1
+max_repeats: 1
 warmup: {steps: 2, seconds: 0}
 window: {min_steps: 10, min_seconds: 0, floor_steps: 3, trim: 1, max_seconds: 60}
 timeouts: {grace: 1s}
@@ -354,6 +355,7 @@ slurm: {cpus_per_task: 1, max_running: 4, poll: 200ms, poll_max: 1s}
 const slurmResumeYAML = `name: slurm-resume
 backend: fake
 repeats: 1
+max_repeats: 1
 solo_only: true
 warmup: {steps: 2, seconds: 0}
 window: {min_steps: 12, min_seconds: 0, floor_steps: 3, trim: 1, max_seconds: 60}

@@ -23,6 +23,7 @@ const slurmGoldenCampaign = `
 name: h200-pairs
 backend: local
 repeats: 3
+max_repeats: 3
 models:
   - {name: resnet50, batches: [64]}
   - {name: vgg16, batches: [32]}
@@ -137,6 +138,7 @@ func TestSlurmDispatchStates(t *testing.T) {
 name: states
 backend: fake
 repeats: 1
+max_repeats: 1
 solo_only: true
 models: [{name: a, batches: [8]}, {name: b, batches: [8]}, {name: c, batches: [8]}, {name: d, batches: [8]}, {name: e, batches: [8]}, {name: f, batches: [8]}]
 slurm: {poll: 20ms, poll_max: 50ms, sharebench: /opt/sb}
@@ -156,8 +158,7 @@ slurm: {poll: 20ms, poll_max: 50ms, sharebench: /opt/sb}
 		}
 		write("squeue.out", "101_0|RUNNING|None\n101_1|RUNNING|None\n101_2|RUNNING|None\n101_3|RUNNING|None\n101_4|RUNNING|None\n101_5|PENDING|Resources\n")
 		time.Sleep(100 * time.Millisecond)
-		res := Result{Record: RecordCell, Version: 1, Campaign: c.Name, Cell: cells[0], Status: StatusOK, Backend: BackendFake,
-			Started: time.Unix(1, 0).UTC(), Finished: time.Unix(2, 0).UTC()}
+		res := scriptedResult(c, cells[0], StatusOK, 1)
 		line, _ := MarshalResult(res)
 		write(filepath.Join(out, SlurmDir, "101_0.out"), `{"record":"task","engine":"slurm"}`+"\n"+string(line))
 		write(filepath.Join(out, SlurmDir, "101_2.err"), "slurmstepd: error: Detected 1 oom_kill event\n")
@@ -225,6 +226,7 @@ func TestSlurmDispatchCancel(t *testing.T) {
 name: cancel
 backend: fake
 repeats: 1
+max_repeats: 1
 solo_only: true
 models: [{name: a, batches: [8]}, {name: b, batches: [8]}, {name: c, batches: [8]}]
 slurm: {poll: 20ms, poll_max: 50ms, sharebench: /opt/sb}
@@ -280,6 +282,7 @@ func TestSlurmDispatchAdopts(t *testing.T) {
 name: adopt
 backend: fake
 repeats: 1
+max_repeats: 1
 solo_only: true
 models: [{name: a, batches: [8]}, {name: b, batches: [8]}, {name: c, batches: [8]}]
 slurm: {poll: 20ms, poll_max: 50ms, sharebench: /opt/sb}
@@ -291,8 +294,7 @@ slurm: {poll: 20ms, poll_max: 50ms, sharebench: /opt/sb}
 		t.Fatal(err)
 	}
 	result := func(i int) string {
-		r := Result{Record: RecordCell, Version: 1, Campaign: c.Name, Cell: cells[i], Status: StatusOK, Backend: BackendFake,
-			Started: time.Unix(int64(i), 0).UTC(), Finished: time.Unix(int64(i)+1, 0).UTC()}
+		r := scriptedResult(c, cells[i], StatusOK, int64(i))
 		line, _ := MarshalResult(r)
 		return `{"record":"task","engine":"slurm"}` + "\n" + string(line)
 	}

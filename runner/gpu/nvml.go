@@ -130,6 +130,9 @@ func (n *NVML) Sample(context.Context) ([]Sample, error) {
 		}
 		if p, ret := d.GetComputeRunningProcesses(); ret == nvml.SUCCESS {
 			s.ComputeProcs = len(p)
+			for _, pi := range p {
+				s.Procs = append(s.Procs, Proc{PID: int(pi.Pid), UsedBytes: int64(pi.UsedGpuMemory)})
+			}
 		}
 		if p, ret := d.GetMPSComputeRunningProcesses(); ret == nvml.SUCCESS {
 			s.MPSProcs = len(p)
