@@ -55,9 +55,9 @@ type FakeConfig struct {
 	// co-located total above it reports oom in warm-up and exits 3 (0: unlimited).
 	GPUMemBytes int64 `yaml:"gpu_mem_bytes,omitempty" json:"gpu_mem_bytes,omitempty"`
 	// LaunchLog, when set, is a file each fake appends lines to: "<run-id> <model> start
-	// <monotonic ns> <CUDA_VISIBLE_DEVICES>" when it starts and "<run-id> <model> ready
-	// <monotonic ns>" when it is ready (tests check the launch order and the sequential
-	// warm-up with it).
+	// <monotonic ns> <CUDA_VISIBLE_DEVICES> <CUDA_MPS_PIPE_DIRECTORY>" ("-" when unset) when it starts and the
+	// same with "ready" when it is ready (tests check the launch order, the sequential warm-up
+	// and the environment with it).
 	LaunchLog string `yaml:"launch_log,omitempty" json:"launch_log,omitempty"`
 }
 
@@ -247,7 +247,7 @@ func FakeWorkload(args []string, stdin io.Reader, stdout, stderr io.Writer, gete
 	}
 	launch := func(what string) {
 		if cfg.LaunchLog != "" {
-			appendLine(cfg.LaunchLog, fmt.Sprintf("%s %s %s %d %s", *runID, *model, what, gpu.MonotonicNs(), getenv("CUDA_VISIBLE_DEVICES")))
+			appendLine(cfg.LaunchLog, fmt.Sprintf("%s %s %s %d %s %s", *runID, *model, what, gpu.MonotonicNs(), orDash(getenv("CUDA_VISIBLE_DEVICES")), orDash(getenv("CUDA_MPS_PIPE_DIRECTORY"))))
 		}
 	}
 	launch("start")
@@ -286,7 +286,7 @@ func FakeWorkload(args []string, stdin io.Reader, stdout, stderr io.Writer, gete
 	launch("ready")
 	w.emit(Event{Event: EventReady, WarmupSteps: steps, WarmupS: time.Since(start).Seconds(),
 		MemAllocPeak: mem * 4 / 5, MemReservedPeak: mem, MemSource: "fake"})
-	if inj.kind == "hang" && inj.phase == "" {
+	if inj.kind == "hang" && inj.phase == "" || inj.kind == "escape" && inj.phase == "hang" {
 		hangForever(stderr)
 	}
 	cmds.waitGo()
@@ -319,6 +319,13 @@ func FakeWorkload(args []string, stdin io.Reader, stdout, stderr io.Writer, gete
 	return ExitOK
 }
 
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
 // injection is a parsed --inject value.
 type injection struct {
 	kind, phase string
@@ -343,13 +350,15 @@ func parseInject(s string) (injection, error) {
 			return injection{kind: kind, phase: arg}, nil
 		}
 	case "escape":
-		return injection{kind: kind}, nil
+		if arg == "hang" {
+			return injection{kind: kind, phase: arg}, nil
+		}
 	case "crash", "garbage":
 		if n, err := strconv.Atoi(arg); err == nil && n >= 0 {
 			return injection{kind: kind, step: n}, nil
 		}
 	}
-	return injection{}, fmt.Errorf("--inject %q: want oom@build|oom@warmup|oom@measure|crash@N|garbage@N|hang|hang@warmup|escape", s)
+	return injection{}, fmt.Errorf("--inject %q: want oom@build|oom@warmup|oom@measure|crash@N|garbage@N|hang|hang@warmup|escape|escape@hang", s)
 }
 
 // escape starts a grandchild that leaves the process group (setsid) and sleeps, as a

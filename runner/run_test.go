@@ -26,7 +26,7 @@ import (
 type launch struct {
 	cell, run, role, model, what string
 	mono                         int64
-	gpus                         string
+	gpus, mps                    string
 }
 
 func readLaunches(t *testing.T, path string) []launch {
@@ -47,8 +47,8 @@ func readLaunches(t *testing.T, path string) []launch {
 		id := strings.SplitN(f[0], "-", 4) // cell8-rN-kind-role
 		mono, _ := strconv.ParseInt(f[3], 10, 64)
 		l := launch{cell: id[0], run: id[1] + "-" + id[2], role: id[3], model: f[1], what: f[2], mono: mono}
-		if len(f) > 4 {
-			l.gpus = f[4]
+		if len(f) > 5 {
+			l.gpus, l.mps = strings.Trim(f[4], "-"), strings.Trim(f[5], "-")
 		}
 		out = append(out, l)
 	}
