@@ -25,7 +25,7 @@ type Spec struct {
 	// Program is the entry command: [python, script] locally, [python, /opt/sharebench/train.py]
 	// inside a container. The fake backend replaces it.
 	Program []string
-	// Args are the workload flags (train.py's interface, RUNNER.md §6).
+	// Args are the workload flags (train.py's interface, workloads/README.md).
 	Args []string
 	// Env is extra environment (PYTHONUNBUFFERED, OMP_NUM_THREADS, ...).
 	Env map[string]string

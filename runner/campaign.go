@@ -53,7 +53,7 @@ const EnvPython = "SHAREBENCH_PYTHON"
 type Duration = engine.Duration
 
 // Campaign is a profiling campaign: which models, batches and sub-batches to measure alone
-// and in pairs, and how (RUNNER.md §3). It is read from YAML (docs/runner.md has the
+// and in pairs, and how (docs/runner.md, "Measurement protocol"). It is read from YAML (docs/runner.md has the
 // reference), completed by Resolve, and recorded verbatim in manifest.json.
 type Campaign struct {
 	// Name labels the campaign in outputs; letters, digits, '.', '_' and '-'.
@@ -156,13 +156,13 @@ type ModelSpec struct {
 	Args []string `yaml:"args,omitempty" json:"args,omitempty"`
 }
 
-// Warmup is the workload's warm-up: at least Steps steps and at least Seconds (RUNNER §3.2).
+// Warmup is the workload's warm-up: at least Steps steps and at least Seconds.
 type Warmup struct {
 	Steps   int     `yaml:"steps,omitempty" json:"steps"`
 	Seconds float64 `yaml:"seconds,omitempty" json:"seconds"`
 }
 
-// Window is the overlap-window rule (RUNNER §3.4): after trimming Trim steps at each end,
+// Window is the overlap-window rule (docs/runner.md, "Window"): after trimming Trim steps at each end,
 // every job needs at least FloorSteps steps and either MinSteps steps or MinSeconds seconds
 // in the window. A run stops as soon as all jobs meet it, or after MaxSeconds (then it is
 // marked short_window).

@@ -14,7 +14,7 @@ import (
 )
 
 // ContainerBackend runs each workload process in its own container through the docker or
-// podman CLI (RUNNER.md §7.2): "run --rm --init -i --name N --ipc=host --network=none",
+// podman CLI: "run --rm --init -i --name N --ipc=host --network=none",
 // GPUs by --gpus '"device=N"' (docker) or CDI --device nvidia.com/gpu=N (podman), the
 // workloads directory mounted read-only. The argv is built as a []string and never passes
 // through a shell; names are checked against a safe charset as well. A pair is two

@@ -201,7 +201,7 @@ func containsStr(xs []string, s string) bool {
 }
 
 // TestPodman runs the container backend against the real podman engine with an image holding
-// only a static fake-workload binary (RUNNER.md §10.4). It skips where podman cannot run
+// only a static fake-workload binary. It skips where podman cannot run
 // containers.
 func TestPodman(t *testing.T) {
 	if testing.Short() {

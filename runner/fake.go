@@ -121,7 +121,7 @@ func cmpOr(xs ...float64) float64 {
 	return 0
 }
 
-// Fake runs the fake workload (protocol v1 from Go, RUNNER.md §7.3) as a child process
+// Fake runs the fake workload (protocol v1 from Go) as a child process
 // through Local, so orchestration tests exercise real processes and pipes without torch.
 type Fake struct {
 	// Command starts the fake workload; default [this executable, "internal", "fake-workload"].

@@ -16,7 +16,7 @@ import (
 	"time"
 )
 
-// Local starts workloads as child processes of the runner (RUNNER.md §7.1). Each child gets
+// Local starts workloads as child processes of the runner. Each child gets
 // its own process group, so terminating it also ends anything it spawned.
 type Local struct {
 	// Environ returns the base environment (default os.Environ). Spec.Env is applied on top.

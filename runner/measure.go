@@ -176,7 +176,7 @@ const (
 	phaseStop
 )
 
-// execute performs one run (RUNNER.md §3.2–3.4): start the members one after another, each
+// execute performs one run: start the members one after another, each
 // warming up alone until ready; write "go" to all back to back; collect steps until every
 // member meets the window rule (or max_seconds); send stop; reap. Per-run failures are
 // returned in the RunResult; the error is for cancellation and infrastructure only.

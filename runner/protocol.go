@@ -10,7 +10,7 @@ import (
 	"strconv"
 )
 
-// ProtocolVersion is the workload protocol version this runner speaks (RUNNER.md §5).
+// ProtocolVersion is the workload protocol version this runner speaks.
 const ProtocolVersion = 1
 
 // MaxLineBytes bounds one protocol line (long micro_ms arrays need more than bufio's 64 KiB).
@@ -32,7 +32,7 @@ const (
 	CmdStop = "stop"
 )
 
-// Workload exit codes (RUNNER.md §5). Any other code or a signal is a crash.
+// Workload exit codes. Any other code or a signal is a crash.
 const (
 	ExitOK    = 0
 	ExitUsage = 2
@@ -40,7 +40,7 @@ const (
 )
 
 // Event is one protocol v1 line. It is flat: each event kind uses the fields listed in
-// RUNNER.md §5 and leaves the others zero. Unknown fields are ignored when parsing.
+// workloads/README.md and leaves the others zero. Unknown fields are ignored when parsing.
 type Event struct {
 	V     int    `json:"v"`
 	Event string `json:"event"`
@@ -247,7 +247,7 @@ func (e *ProtocolError) Error() string {
 
 func (e *ProtocolError) Unwrap() error { return e.Err }
 
-// Parser reads protocol v1 events from a workload's stdout (RUNNER.md §5 parsing rules):
+// Parser reads protocol v1 events from a workload's stdout:
 // lines starting with '{' are decoded as events, other lines are workload output and go to
 // Log; "v" must be 1; unknown fields are ignored; unknown events are skipped with a warning
 // on Log.

@@ -61,7 +61,7 @@ type Summary struct {
 	OutDir string
 }
 
-// Run executes a campaign (RUNNER.md §3): solo cells first, then pair cells (by sub-batch
+// Run executes a campaign (docs/runner.md): solo cells first, then pair cells (by sub-batch
 // level with order: levels), one cell per set of GPUs at a time. Each finished cell is
 // appended to the journal at once; cells already there are skipped, so an interrupted
 // campaign resumes where it stopped, after stopping workloads an earlier invocation left

@@ -22,7 +22,7 @@ import (
 	"github.com/sharebench/sharebench/engine"
 )
 
-// The tests in this file run against a real single-node Slurm cluster on loopback (RUNNER.md
+// The tests in this file run against a real single-node Slurm cluster on loopback (docs/cluster.md
 // §10.3), started by .ci/slurm-up.sh and stopped by .ci/slurm-down.sh, and drive it through
 // the sharebench command line, as a user would. They skip when slurm-wlm or munge is not
 // installed, unless SHAREBENCH_REQUIRE_SLURM=1 (make slurm-smoke) makes that a failure.

@@ -12,7 +12,7 @@ import (
 
 // NVML samples telemetry through the NVIDIA Management Library. It is the only type in the
 // repository that touches go-nvml. Build it with OpenNVML; once Init has failed the library is
-// never called again (RUNNER.md §8.1: any further call can kill the process).
+// never called again (any further call can kill the process).
 type NVML struct {
 	lib    nvml.Interface
 	devs   []nvml.Device
