@@ -54,7 +54,7 @@ type KubeConfig struct {
 	// GPUProduct selects nodes by their nvidia.com/gpu.product label (e.g. NVIDIA-H200);
 	// empty: any GPU node.
 	GPUProduct string `yaml:"gpu_product,omitempty" json:"gpu_product,omitempty"`
-	// GPUs is the number of whole GPUs per pod (default 1) of jobs that use GPUs.
+	// GPUs is the least number of whole GPUs per pod of jobs that use GPUs (default 1).
 	GPUs int `yaml:"gpus,omitempty" json:"gpus,omitempty"`
 	// Parallelism is how many pods run at once (default: all).
 	Parallelism int `yaml:"parallelism,omitempty" json:"parallelism,omitempty"`
@@ -248,9 +248,9 @@ type IndexedJob struct {
 	Command []string
 	// Files is the ConfigMap's data.
 	Files map[string]string
-	// GPU asks for whole GPUs (Config.GPUs, default 1) per pod, with the device plugin's
-	// toleration.
-	GPU bool
+	// GPUs is the number of whole GPUs per pod (0: none), at least Config.GPUs, with the device
+	// plugin's toleration.
+	GPUs int
 }
 
 // JobName derives a Job name "sharebench-<prefix>-<hash of parts>", a DNS label: the same
@@ -347,8 +347,8 @@ func (k *Kube) Manifest(j IndexedJob) ([]byte, error) {
 	}
 	meta := kubeMeta{Name: j.Name, Namespace: cfg.Namespace, Labels: labels}
 	res := kubeResources{}
-	if j.GPU {
-		res.Limits = map[string]string{KubeGPUResource: strconv.Itoa(max(cfg.GPUs, 1))}
+	if j.GPUs > 0 {
+		res.Limits = map[string]string{KubeGPUResource: strconv.Itoa(max(cfg.GPUs, j.GPUs))}
 	}
 	for _, q := range []struct{ key, v string }{{"cpu", cfg.CPU}, {"memory", cfg.Memory}} {
 		if q.v == "" {
@@ -376,7 +376,7 @@ func (k *Kube) Manifest(j IndexedJob) ([]byte, error) {
 		}},
 		Volumes: []kubeVolume{{Name: "files", ConfigMap: &kubeConfigMapSource{Name: j.Name}}, {Name: "work", EmptyDir: &struct{}{}}},
 	}
-	if j.GPU {
+	if j.GPUs > 0 {
 		pod.Tolerations = []kubeToleration{{Key: KubeGPUResource, Operator: "Exists", Effect: "NoSchedule"}}
 	}
 	if cfg.GPUProduct != "" {

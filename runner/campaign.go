@@ -867,6 +867,18 @@ func (c Cell) SameConfig() bool {
 // GPUs returns the number of GPUs the cell occupies.
 func (c Cell) GPUs() int { return c.A.NGPUs() }
 
+// maxGPUs returns the largest GPU count of the campaign's jobs (at least 1): what a cluster
+// task asks for, so that every cell fits in any task.
+func (c *Campaign) maxGPUs() int {
+	n := 1
+	for _, m := range c.Models {
+		for _, g := range m.GPUs {
+			n = max(n, g)
+		}
+	}
+	return n
+}
+
 // memberSet is one model's configurations, with each one's sub-batch level within its batch.
 type memberSet struct {
 	members []Member

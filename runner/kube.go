@@ -68,9 +68,13 @@ func kubeJob(c *Campaign, name string, cells []Cell, campaignJSON, solo []byte) 
 		files["solo.jsonl"] = string(solo)
 		cmd = append(cmd, "--solo-journal", dir+"/solo.jsonl")
 	}
+	gpus := 0
+	if c.Workload.Device != "cpu" {
+		gpus = c.maxGPUs()
+	}
 	return engine.IndexedJob{
 		Name: name, Component: "profile-cell", Labels: map[string]string{"sharebench/campaign": engine.LabelValue(c.Name)},
-		Completions: len(cells), Command: cmd, Files: files, GPU: c.Workload.Device != "cpu",
+		Completions: len(cells), Command: cmd, Files: files, GPUs: gpus,
 	}
 }
 

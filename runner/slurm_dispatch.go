@@ -170,7 +170,7 @@ func (s *Slurm) gres(c *Campaign) string {
 	if c.Workload.Device == "cpu" {
 		return ""
 	}
-	n := max(s.Config.GPUs, 1)
+	n := max(s.Config.GPUs, c.maxGPUs())
 	if s.Config.GPUType != "" {
 		return fmt.Sprintf("gpu:%s:%d", s.Config.GPUType, n)
 	}

@@ -10,6 +10,7 @@ import importlib.metadata
 import os
 import random
 import resource
+import subprocess
 import sys
 import time
 import warnings
@@ -138,6 +139,23 @@ def reset_host_peak() -> None:
             f.write("5")
     except OSError:
         pass
+
+
+def device_memory_bytes(pid: int) -> Optional[int]:
+    """GPU memory the driver accounts to process pid (CUDA context included), from nvidia-smi; None when nvidia-smi
+    is missing or does not list the process (inside a container its PIDs differ)."""
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"],
+                             capture_output=True, text=True, timeout=20, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if out.returncode != 0:
+        return None
+    for line in out.stdout.splitlines():
+        fields = [f.strip() for f in line.split(",")]
+        if len(fields) >= 2 and fields[0] == str(pid) and fields[1].isdigit():
+            return int(fields[1]) << 20  # MiB
+    return None
 
 
 def is_oom(exc: BaseException) -> bool:
@@ -421,17 +439,20 @@ class TorchSession:
         else:
             reset_host_peak()
 
-    def memory_peaks(self) -> Tuple[int, int]:
-        """(allocated, reserved) peaks of the phase: the CUDA caching allocator's, or the RSS peak twice on CPU.
-        With several ranks, the largest over the ranks (a collective: every rank must call it)."""
+    def memory_peaks(self) -> Tuple[int, int, Optional[int]]:
+        """(allocated, reserved, device) of the phase: the CUDA caching allocator's peaks and the driver's account of
+        this process (context included; None when unknown), or the RSS peak twice and None on CPU. With several
+        ranks, the largest over the ranks (a collective: every rank must call it)."""
         if self._cuda:
-            peaks = [torch.cuda.max_memory_allocated(self.device), torch.cuda.max_memory_reserved(self.device)]
+            dev = device_memory_bytes(os.getpid())
+            peaks = [torch.cuda.max_memory_allocated(self.device), torch.cuda.max_memory_reserved(self.device),
+                     -1 if dev is None else dev]
         else:
             rss = host_peak_rss()
-            peaks = [rss, rss]
+            peaks = [rss, rss, -1]
         if self.ranks is not None:
             peaks = self.ranks.max(peaks)
-        return peaks[0], peaks[1]
+        return peaks[0], peaks[1], None if peaks[2] < 0 else peaks[2]
 
     def close(self) -> None:
         if self.ranks is not None:

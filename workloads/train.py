@@ -153,7 +153,7 @@ def load_catalog(path: Path = CATALOG_PATH) -> Dict[str, dict]:
 
 
 def build_parser(catalog: Dict[str, dict]) -> argparse.ArgumentParser:
-    """Command-line flags (RUNNER.md §6)."""
+    """Command-line flags (README.md, "Flags")."""
     p = argparse.ArgumentParser(
         prog="train.py",
         description="sharebench training workload speaking protocol v1 (JSON lines) on stdout/stdin.",
@@ -400,9 +400,9 @@ class DrySession:
     def reset_peaks(self) -> None:
         """Synthetic peaks do not change between phases."""
 
-    def memory_peaks(self) -> Tuple[int, int]:
+    def memory_peaks(self) -> Tuple[int, int, Optional[int]]:
         allocated = DRY_MEM_BASE + DRY_MEM_PER_SAMPLE * self._cfg.sub_batch
-        return allocated, allocated + allocated // 4
+        return allocated, allocated + allocated // 4, None
 
     def close(self) -> None:
         """Nothing to release."""
@@ -533,25 +533,29 @@ def run(session, cfg: Config, protocol: Protocol, commands, phase: Optional[Phas
         phase.name = "warmup"
         session.reset_peaks()
         warmup_steps, warmup_s = warm_up(session, cfg)
-        allocated, reserved = session.memory_peaks()
-        protocol.emit(
-            "ready", warmup_steps=warmup_steps, warmup_s=round(warmup_s, 6), mem_alloc_peak=allocated,
-            mem_reserved_peak=reserved, mem_source=session.mem_source, params=session.params(),
-        )
+        allocated, reserved, device = session.memory_peaks()
+        ready = dict(warmup_steps=warmup_steps, warmup_s=round(warmup_s, 6), mem_alloc_peak=allocated,
+                     mem_reserved_peak=reserved, mem_source=session.mem_source, params=session.params())
+        if device is not None:
+            ready["mem_device_bytes"] = device
+        protocol.emit("ready", **ready)
         if cfg.inject.kind == "hang":
             hang_forever()
         commands.wait_for_go()
         phase.name = "measure"
         session.reset_peaks()
         steps, exit_reason = measure(session, cfg, protocol, commands)
-        allocated, reserved = session.memory_peaks()
+        allocated, reserved, device = session.memory_peaks()
     except Exception as exc:  # noqa: BLE001 - everything that is not an OOM is re-raised
         if not session.is_oom(exc):
             raise
         traceback.print_exc(file=sys.stderr)
         protocol.emit("oom", phase=phase.name, msg=str(exc).strip()[:OOM_MESSAGE_LIMIT])
         return EXIT_OOM
-    protocol.emit("mem", max_allocated=allocated, max_reserved=reserved, mem_source=session.mem_source)
+    mem = dict(max_allocated=allocated, max_reserved=reserved, mem_source=session.mem_source)
+    if device is not None:
+        mem["mem_device_bytes"] = device
+    protocol.emit("mem", **mem)
     if finish is not None:
         code = finish()
         if code != EXIT_OK:
