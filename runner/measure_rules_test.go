@@ -65,14 +65,15 @@ func TestInvalidJournalRecordsRerun(t *testing.T) {
 // max_repeats (with a note saying so).
 func TestRepeatsUntilTheCIIsTight(t *testing.T) {
 	t.Parallel()
-	base := "name: adapt\nrepeats: 2\nmax_repeats: 4\nmodels: [{name: a, batches: [8]}]\npairs: [[a, a]]\nreuse_solo: true\n" + quickFake
+	base := "name: adapt\nmodels: [{name: a, batches: [8]}]\npairs: [[a, a]]\nreuse_solo: true\n" + quickFake
 	for _, tc := range []struct {
 		name   string
 		extra  string
 		repeat int
 	}{
-		{"loose target", "ci_target: 0.99\n", 2},
-		{"noisy", "ci_target: 0.001\nfake: {default_step_ms: 2, jitter: 0.5}\n", 4},
+		// Three repeats meet a 99% target unless the step times vary by 40% of their median.
+		{"loose target", "repeats: 3\nmax_repeats: 5\nci_target: 0.99\n", 3},
+		{"noisy", "repeats: 2\nmax_repeats: 4\nci_target: 0.001\nfake: {default_step_ms: 2, jitter: 0.5}\n", 4},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
