@@ -148,6 +148,14 @@ window: {min_steps: 20, min_seconds: 30, floor_steps: 5, trim: 2, max_seconds: 2
 timeouts: {ready: 3s, stall: 2s, grace: 500ms}
 workload: {device: cpu}
 `)
+	// Short timeouts only where the script tests them: a busy machine may take seconds to
+	// start a process or to schedule the next step.
+	if script != "hang" {
+		c.Timeouts.Ready = Duration(time.Minute)
+	}
+	if script != "stall" {
+		c.Timeouts.Stall = Duration(time.Minute)
+	}
 	c.Workload.Command = []string{os.Args[0], "-test.run=^TestHelperWorkload$", "--"}
 	c.Workload.Env = map[string]string{envHelperScript: script}
 	for k, v := range env {

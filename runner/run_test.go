@@ -279,7 +279,7 @@ models:
 pairs: [[big, big], [ok, crashy]]
 warmup: {steps: 1, seconds: 0}
 window: {min_steps: 10, min_seconds: 10, floor_steps: 5, max_seconds: 10}
-timeouts: {ready: 5s, stall: 2s, grace: 1s}
+timeouts: {ready: 30s, stall: 2s, grace: 1s}
 telemetry: none
 fake:
   default_step_ms: 3
