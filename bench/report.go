@@ -408,38 +408,40 @@ func project(t analysis.Table, keep []string) analysis.Table {
 // regionSpan finds the region name in text: the start of its content and its end.
 func regionSpan(text, name string) (start, end int, ok bool) {
 	open := regionStart + name + " -->\n"
-	close := regionEnd + name + " -->"
-	i := strings.Index(text, open)
+	close := "\n" + regionEnd + name + " -->"
+	i := strings.Index("\n"+text, "\n"+open)
 	if i < 0 {
 		return 0, 0, false
 	}
 	j := strings.Index(text[i:], close)
 	if j < 0 {
+		if strings.HasPrefix(text[i+len(open):], regionEnd+name+" -->") {
+			return i + len(open), i + len(open), true // an empty region
+		}
 		return 0, 0, false
 	}
-	return i + len(open), i + j, true
+	return i + len(open), i + j + 1, true
 }
 
-// RegionNames lists the generated regions a document holds, in order.
+// RegionNames lists the generated regions a document holds, in order. Markers count only at the
+// start of a line, so that prose may quote them.
 func RegionNames(text string) ([]string, error) {
 	var names []string
-	rest := text
-	for {
-		i := strings.Index(rest, regionStart)
-		if i < 0 {
-			return names, nil
+	for _, line := range strings.Split(text, "\n") {
+		rest, ok := strings.CutPrefix(line, regionStart)
+		if !ok {
+			continue
 		}
-		rest = rest[i+len(regionStart):]
-		j := strings.Index(rest, " -->")
-		if j < 0 {
-			return nil, errors.New("unterminated region marker")
+		name, ok := strings.CutSuffix(rest, " -->")
+		if !ok || name == "" {
+			return nil, fmt.Errorf("malformed region marker %q", line)
 		}
-		name := rest[:j]
-		if !strings.Contains(rest, regionEnd+name+" -->") {
+		if !strings.Contains(text, "\n"+regionEnd+name+" -->") {
 			return nil, fmt.Errorf("region %s has no end marker", name)
 		}
 		names = append(names, name)
 	}
+	return names, nil
 }
 
 // Render returns text with every generated region replaced by the report's; a region the

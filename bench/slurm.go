@@ -13,14 +13,15 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sharebench/sharebench/runner"
+	"github.com/sharebench/sharebench/engine"
+	"github.com/sharebench/sharebench/internal/fsutil"
 	"github.com/sharebench/sharebench/sim"
 )
 
 // SlurmSweepOptions configures SweepSlurm.
 type SlurmSweepOptions struct {
 	// Slurm submits and follows the job arrays (resources, limits, polling).
-	Slurm *runner.Slurm
+	Slurm *engine.Slurm
 	// Label is the plan's label: every task runs "sharebench reproduce --label Label --run I".
 	Label string
 	// Command, when set, replaces "reproduce --label Label" as the sharebench arguments that
@@ -58,7 +59,7 @@ func SweepSlurm(ctx context.Context, runs []RunSpec, outRoot string, opt SlurmSw
 	if s == nil {
 		return out, errors.New("bench: slurm sweep: no Slurm client")
 	}
-	if !runner.SafeName(opt.Label) {
+	if !engine.SafeName(opt.Label) {
 		return out, fmt.Errorf("bench: slurm sweep: label %q: use letters, digits, '.', '_' and '-'", opt.Label)
 	}
 	k := max(opt.RunsPerTask, 1)
@@ -93,7 +94,7 @@ func SweepSlurm(ctx context.Context, runs []RunSpec, outRoot string, opt SlurmSw
 		}
 	}
 	listPath := filepath.Join(work, "runs.txt")
-	if err := runner.WriteFileAtomic(listPath, list.Bytes()); err != nil {
+	if err := fsutil.WriteFileAtomic(listPath, list.Bytes()); err != nil {
 		return out, err
 	}
 	script := filepath.Join(work, "job.sh")
@@ -101,7 +102,7 @@ func SweepSlurm(ctx context.Context, runs []RunSpec, outRoot string, opt SlurmSw
 	if len(command) == 0 {
 		command = []string{"reproduce", "--label", opt.Label}
 	}
-	if err := runner.WriteFileAtomic(script, slurmSweepScript(command, bin, root, listPath, k)); err != nil {
+	if err := fsutil.WriteFileAtomic(script, slurmSweepScript(command, bin, root, listPath, k)); err != nil {
 		return out, err
 	}
 	if err := os.Chmod(script, 0o755); err != nil {
@@ -116,10 +117,10 @@ func SweepSlurm(ctx context.Context, runs []RunSpec, outRoot string, opt SlurmSw
 	for i := range chunks {
 		chunks[i] = i
 	}
-	base := runner.SlurmArray{Name: "sharebench-reproduce-" + opt.Label, Script: script, LogDir: work, CPUsPerTask: s.Config.CPUsPerTask}
-	var arrays []runner.SlurmArray
+	base := engine.SlurmArray{Name: "sharebench-reproduce-" + opt.Label, Script: script, LogDir: work, CPUsPerTask: s.Config.CPUsPerTask}
+	var arrays []engine.SlurmArray
 	offsetOf := map[string]int{}
-	for _, a := range runner.SplitArrays(chunks, maxSize, base) {
+	for _, a := range engine.SplitArrays(chunks, maxSize, base) {
 		sub, err := s.Submit(ctx, a)
 		if err != nil {
 			var jobs []string
@@ -136,7 +137,7 @@ func SweepSlurm(ctx context.Context, runs []RunSpec, outRoot string, opt SlurmSw
 		offsetOf[sub.JobID], _ = strconv.Atoi(a.Args[len(a.Args)-1])
 		arrays = append(arrays, sub)
 	}
-	chunkRuns := func(t runner.SlurmTask) []int {
+	chunkRuns := func(t engine.SlurmTask) []int {
 		first := (offsetOf[t.JobID] + t.Index) * k
 		var idx []int
 		for i := first; i < min(first+k, len(runs)); i++ {
@@ -145,8 +146,8 @@ func SweepSlurm(ctx context.Context, runs []RunSpec, outRoot string, opt SlurmSw
 		return idx
 	}
 	finished := 0
-	err = s.Watch(ctx, arrays, runner.SlurmHooks{
-		Complete: func(t runner.SlurmTask) bool {
+	err = s.Watch(ctx, arrays, engine.SlurmHooks{
+		Complete: func(t engine.SlurmTask) bool {
 			for _, i := range chunkRuns(t) {
 				if present, _ := runOutcome(&runs[i], root); !present {
 					return false
@@ -154,7 +155,7 @@ func SweepSlurm(ctx context.Context, runs []RunSpec, outRoot string, opt SlurmSw
 			}
 			return true
 		},
-		Finished: func(t runner.SlurmTask, complete bool) error {
+		Finished: func(t engine.SlurmTask, complete bool) error {
 			for _, i := range chunkRuns(t) {
 				present, err := runOutcome(&runs[i], root)
 				if !present {
@@ -198,7 +199,7 @@ func runOutcome(r *RunSpec, root string) (present bool, err error) {
 // first argument) runs lines (offset+i)·k+1 … (offset+i+1)·k of the run list, each with
 // "sharebench COMMAND --out OUT --run INDEX". Every argument is shell-quoted.
 func slurmSweepScript(command []string, bin, outRoot, list string, k int) []byte {
-	q := runner.ShellQuote
+	q := engine.ShellQuote
 	quoted := make([]string, len(command))
 	for i, a := range command {
 		quoted[i] = q(a)

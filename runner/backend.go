@@ -6,6 +6,8 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/sharebench/sharebench/engine"
 )
 
 // Mount is a bind mount for container backends.
@@ -18,12 +20,12 @@ type Mount struct {
 // Spec describes one workload process. The runner builds it; a Backend turns it into a
 // process (local), a container (docker, podman) or a fake workload.
 type Spec struct {
-	// Name is unique per process (also the container name); SafeName must accept it.
+	// Name is unique per process (also the container name); engine.SafeName must accept it.
 	Name string
 	// Program is the entry command: [python, script] locally, [python, /opt/sharebench/train.py]
 	// inside a container. The fake backend replaces it.
 	Program []string
-	// Args are the workload flags (train.py's interface, RUNNER.md §6).
+	// Args are the workload flags (train.py's interface, workloads/README.md).
 	Args []string
 	// Env is extra environment (PYTHONUNBUFFERED, OMP_NUM_THREADS, ...).
 	Env map[string]string
@@ -90,7 +92,7 @@ type Backend interface {
 
 // checkSpec validates the parts of s that reach command lines.
 func checkSpec(s Spec) error {
-	if !SafeName(s.Name) {
+	if !engine.SafeName(s.Name) {
 		return fmt.Errorf("runner: process name %q: use letters, digits, '.', '_' and '-'", s.Name)
 	}
 	if len(s.Program) == 0 || s.Program[0] == "" {
@@ -102,7 +104,7 @@ func checkSpec(s Spec) error {
 		}
 	}
 	for _, g := range s.GPUs {
-		if !SafeName(g) {
+		if !engine.SafeName(g) {
 			return fmt.Errorf("runner: %s: GPU %q is not an index or UUID", s.Name, g)
 		}
 	}

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -11,6 +12,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,6 +20,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/sharebench/sharebench/engine"
 	"github.com/sharebench/sharebench/profile"
 )
 
@@ -26,6 +29,12 @@ const (
 	BackendLocal     = "local"
 	BackendContainer = "container"
 	BackendFake      = "fake"
+)
+
+// Execution orders.
+const (
+	OrderCampaign = "campaign"
+	OrderLevels   = "levels"
 )
 
 // Pair grids.
@@ -40,60 +49,21 @@ const (
 const EnvPython = "SHAREBENCH_PYTHON"
 
 // Duration is a time.Duration written as a Go duration string ("10s", "2m30s") in YAML and
-// JSON.
-type Duration time.Duration
-
-// D returns d as a time.Duration.
-func (d Duration) D() time.Duration { return time.Duration(d) }
-
-// String formats d like time.Duration.
-func (d Duration) String() string { return time.Duration(d).String() }
-
-// MarshalJSON writes d as a duration string.
-func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
-
-// UnmarshalJSON reads a duration string.
-func (d *Duration) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return err
-	}
-	v, err := time.ParseDuration(s)
-	*d = Duration(v)
-	return err
-}
-
-// MarshalYAML writes d as a duration string.
-func (d Duration) MarshalYAML() (any, error) { return d.String(), nil }
-
-// UnmarshalYAML reads a duration string such as "90s"; a bare number means seconds.
-func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
-	var s string
-	if err := n.Decode(&s); err != nil {
-		return err
-	}
-	if f, err := strconv.ParseFloat(s, 64); err == nil {
-		*d = Duration(time.Duration(f * float64(time.Second)))
-		return nil
-	}
-	v, err := time.ParseDuration(s)
-	if err != nil {
-		return fmt.Errorf("line %d: %q is not a duration (e.g. 30s, 2m)", n.Line, s)
-	}
-	*d = Duration(v)
-	return nil
-}
+// JSON, the same type as the engines' polling intervals.
+type Duration = engine.Duration
 
 // Campaign is a profiling campaign: which models, batches and sub-batches to measure alone
-// and in pairs, and how (RUNNER.md §3). It is read from YAML (docs/runner.md has the
+// and in pairs, and how (docs/runner.md, "Measurement protocol"). It is read from YAML (docs/runner.md has the
 // reference), completed by Resolve, and recorded verbatim in manifest.json.
 type Campaign struct {
 	// Name labels the campaign in outputs; letters, digits, '.', '_' and '-'.
 	Name string `yaml:"name" json:"name"`
 	// Backend is local (default), container or fake; the command line may override it.
 	Backend string `yaml:"backend,omitempty" json:"backend"`
-	// Mode is the sharing mode; only timeslice is supported (MPS needs an administered host).
-	Mode string `yaml:"mode,omitempty" json:"mode"`
+	// Modes are the sharing modes pairs are measured under: timeslice (default) and mps.
+	// MPS pairs need an MPS control daemon; the runner uses a running one or starts its own
+	// and records the mode actually in effect (cells it cannot measure are unavailable).
+	Modes []string `yaml:"modes,omitempty" json:"modes"`
 	// Seed is passed to every workload (--seed) and seeds the fake workload's step times.
 	Seed int64 `yaml:"seed,omitempty" json:"seed"`
 	// Models lists what to measure.
@@ -108,8 +78,14 @@ type Campaign struct {
 	// SubBatchLevels is how many sub-batches per batch when a model lists none:
 	// b ∈ {B, B/2, …} (default 1: b = B only), never below the model's min_sub_batch.
 	SubBatchLevels int `yaml:"sub_batch_levels,omitempty" json:"sub_batch_levels"`
-	// Repeats is R, the number of repeats per cell in fresh processes (default 3).
+	// Repeats is the least number of repeats per cell, each in fresh processes (default 3).
 	Repeats int `yaml:"repeats,omitempty" json:"repeats"`
+	// MaxRepeats is the most (default 10): after Repeats, a cell repeats until the 95% CI
+	// half-width of what it measures (ξ of both sides for pairs, the step time for solo
+	// cells) is at most CITarget of its value, or MaxRepeats is reached.
+	MaxRepeats int `yaml:"max_repeats,omitempty" json:"max_repeats"`
+	// CITarget is that relative half-width (default 0.02).
+	CITarget float64 `yaml:"ci_target,omitempty" json:"ci_target"`
 	// ReuseSolo takes a pair's solo step times from the solo cells instead of re-measuring
 	// them inside the pair cell (faster, weaker drift control).
 	ReuseSolo bool `yaml:"reuse_solo,omitempty" json:"reuse_solo"`
@@ -121,6 +97,17 @@ type Campaign struct {
 	Workload Workload `yaml:"workload,omitempty" json:"workload"`
 	// Timeouts bound each phase of a run.
 	Timeouts Timeouts `yaml:"timeouts,omitempty" json:"timeouts"`
+	// Budget bounds the campaign's wall time (0: none): no cell starts that is not expected to
+	// end within it (cells of the same kind that ran set the expectation), and no repeat
+	// starts after it. Cells left out stay pending and run on the next invocation.
+	Budget Duration `yaml:"budget,omitempty" json:"budget,omitempty"`
+	// Order is the execution order: campaign (default: solo cells, then pairs) or levels
+	// (sub-batch level 0 solo cells, then its pairs, then level 1, …), so that a budget that
+	// runs out leaves whole levels measured.
+	Order string `yaml:"order,omitempty" json:"order"`
+	// ForeignWait bounds the wait for compute processes that are not the runner's to leave a
+	// cell's GPUs before it starts (default 60s; then it runs with a note).
+	ForeignWait Duration `yaml:"foreign_wait,omitempty" json:"foreign_wait"`
 	// GPUs lists the devices to use (indices or UUIDs); one cell per GPU at a time.
 	// Default ["0"]; ignored for device cpu.
 	GPUs []string `yaml:"gpus,omitempty" json:"gpus"`
@@ -150,6 +137,10 @@ type ModelSpec struct {
 	Name string `yaml:"name" json:"name"`
 	// Batches lists the global per-GPU batches B to measure.
 	Batches []int `yaml:"batches" json:"batches"`
+	// GPUs lists the GPU counts to measure the model at (default [1]): a job of n GPUs runs
+	// as n processes (torch.distributed), and pairs co-locate jobs of the same count on the
+	// same n GPUs.
+	GPUs []int `yaml:"gpus,omitempty" json:"gpus,omitempty"`
 	// SubBatches lists sub-batches b explicitly; each must divide the batch it is used with
 	// (those that do not are skipped for that batch). Empty: derived from sub_batch_levels.
 	SubBatches []int `yaml:"sub_batches,omitempty" json:"sub_batches,omitempty"`
@@ -165,13 +156,13 @@ type ModelSpec struct {
 	Args []string `yaml:"args,omitempty" json:"args,omitempty"`
 }
 
-// Warmup is the workload's warm-up: at least Steps steps and at least Seconds (RUNNER §3.2).
+// Warmup is the workload's warm-up: at least Steps steps and at least Seconds.
 type Warmup struct {
 	Steps   int     `yaml:"steps,omitempty" json:"steps"`
 	Seconds float64 `yaml:"seconds,omitempty" json:"seconds"`
 }
 
-// Window is the overlap-window rule (RUNNER §3.4): after trimming Trim steps at each end,
+// Window is the overlap-window rule (docs/runner.md, "Window"): after trimming Trim steps at each end,
 // every job needs at least FloorSteps steps and either MinSteps steps or MinSeconds seconds
 // in the window. A run stops as soon as all jobs meet it, or after MaxSeconds (then it is
 // marked short_window).
@@ -200,9 +191,12 @@ type Workload struct {
 	Threads int `yaml:"threads,omitempty" json:"threads"`
 	// MemFraction caps each process's CUDA allocator at this fraction of the GPU (0: off).
 	MemFraction float64 `yaml:"mem_fraction,omitempty" json:"mem_fraction,omitempty"`
-	// AMP is off (default) or bf16; TF32 enables TF32 math.
-	AMP  string `yaml:"amp,omitempty" json:"amp"`
-	TF32 bool   `yaml:"tf32,omitempty" json:"tf32,omitempty"`
+	// AMP is off (default) or bf16.
+	AMP string `yaml:"amp,omitempty" json:"amp"`
+	// Precision is the FP32 math: default (PyTorch's own settings: cuDNN convolutions may use
+	// TF32, matmuls do not), strict-fp32 (no TF32) or tf32 (TF32 everywhere). The precision in
+	// effect, as the workload reads it back, is in the manifest.
+	Precision string `yaml:"precision,omitempty" json:"precision"`
 	// Impl selects a model implementation (train.py --impl; default auto).
 	Impl string `yaml:"impl,omitempty" json:"impl,omitempty"`
 	// MaxSteps is a safety cap on measured steps per process (0: none; stop ends the run).
@@ -264,10 +258,6 @@ func charsetOK(s string, maxLen int, extra string, alnumFirst bool) bool {
 	return true
 }
 
-// SafeName reports whether s may reach a command line, a file name or a container name:
-// 1–128 letters, digits, '.', '_' and '-', starting with a letter or digit.
-func SafeName(s string) bool { return charsetOK(s, 128, "._-", true) }
-
 // safeImage reports whether s is a plain container image reference.
 func safeImage(s string) bool { return charsetOK(s, 256, "._-/:@", true) }
 
@@ -303,10 +293,12 @@ func finite(xs ...float64) bool {
 // ParseCampaign decodes a campaign from YAML, rejecting unknown fields, and resolves it.
 // name labels errors (usually the file name).
 func ParseCampaign(data []byte, name string) (*Campaign, error) {
+	if len(data) > MaxCampaignBytes {
+		return nil, fmt.Errorf("campaign %s: %d bytes: larger than %d", name, len(data), MaxCampaignBytes)
+	}
+	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	c := DefaultCampaign()
-	if err := dec.Decode(&c); err != nil {
+	if err := dec.Decode(&doc); err != nil {
 		if errors.Is(err, io.EOF) {
 			return nil, fmt.Errorf("campaign %s: empty file", name)
 		}
@@ -316,15 +308,120 @@ func ParseCampaign(data []byte, name string) (*Campaign, error) {
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("campaign %s: more than one YAML document", name)
 	}
+	c := DefaultCampaign()
+	if err := strictInts(&doc, reflect.TypeOf(c), ""); err != nil {
+		return nil, fmt.Errorf("campaign %s: %w", name, err)
+	}
+	strict := yaml.NewDecoder(bytes.NewReader(data))
+	strict.KnownFields(true)
+	if err := strict.Decode(&c); err != nil {
+		return nil, fmt.Errorf("campaign %s: %w", name, err)
+	}
 	if err := c.Resolve(); err != nil {
 		return nil, fmt.Errorf("campaign %s: %w", name, err)
 	}
 	return &c, nil
 }
 
+// MaxCampaignBytes bounds a campaign file; MaxCells bounds the cells it expands into. Both
+// refuse absurd campaigns before they take the machine's memory.
+const (
+	MaxCampaignBytes = 4 << 20
+	MaxCells         = 20000
+)
+
+// strictInts rejects a YAML number that is not an integer where v wants one (the YAML
+// decoder would truncate "repeats: 1.5" to 1): every int field, slice element and map value
+// of t, positioned by line. path names the field in the error.
+func strictInts(n *yaml.Node, t reflect.Type, path string) error {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if n.Kind == yaml.DocumentNode && len(n.Content) == 1 {
+		return strictInts(n.Content[0], t, path)
+	}
+	if n.Kind == yaml.AliasNode && n.Alias != nil {
+		return strictInts(n.Alias, t, path)
+	}
+	if reflect.PointerTo(t).Implements(reflect.TypeFor[yaml.Unmarshaler]()) {
+		return nil // durations and other types that read themselves
+	}
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		if n.Kind == yaml.ScalarNode && n.ShortTag() != "!!int" && n.ShortTag() != "!!null" {
+			return fmt.Errorf("line %d: %s: %s is not an integer", n.Line, path, n.Value)
+		}
+	case reflect.Slice, reflect.Array:
+		if n.Kind == yaml.SequenceNode {
+			for i, e := range n.Content {
+				if err := strictInts(e, t.Elem(), fmt.Sprintf("%s[%d]", path, i)); err != nil {
+					return err
+				}
+			}
+		}
+	case reflect.Map:
+		if n.Kind == yaml.MappingNode {
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				if err := strictInts(n.Content[i+1], t.Elem(), path+"."+n.Content[i].Value); err != nil {
+					return err
+				}
+			}
+		}
+	case reflect.Struct:
+		if n.Kind != yaml.MappingNode {
+			return nil
+		}
+		fields := yamlFields(t)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			key := n.Content[i].Value
+			ft, ok := fields[key]
+			if !ok {
+				continue // the decoder reports unknown fields
+			}
+			p := key
+			if path != "" {
+				p = path + "." + key
+			}
+			if err := strictInts(n.Content[i+1], ft, p); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// yamlFields maps the YAML keys of struct t (inline fields included) to their types.
+func yamlFields(t reflect.Type) map[string]reflect.Type {
+	out := map[string]reflect.Type{}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if name == "-" || !f.IsExported() {
+			continue
+		}
+		if strings.Contains(opts, "inline") {
+			for k, v := range yamlFields(f.Type) {
+				out[k] = v
+			}
+			continue
+		}
+		if name == "" {
+			name = strings.ToLower(f.Name)
+		}
+		out[name] = f.Type
+	}
+	return out
+}
+
 // LoadCampaign reads and resolves the campaign file at path.
 func LoadCampaign(path string) (*Campaign, error) {
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("campaign: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxCampaignBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("campaign: %w", err)
 	}
@@ -354,8 +451,12 @@ func DefaultCampaign() Campaign {
 // name the offending field.
 func (c *Campaign) Resolve() error {
 	setDefault(&c.Backend, BackendLocal)
-	setDefault(&c.Mode, string(profile.Timeslice))
+	if len(c.Modes) == 0 {
+		c.Modes = []string{string(profile.Timeslice)}
+	}
 	setDefault(&c.PairGrid, GridFull)
+	setDefault(&c.Order, OrderCampaign)
+	setDefault(&c.Workload.Precision, "default")
 	setDefault(&c.Workload.Python, "python3")
 	setDefault(&c.Workload.Script, "workloads/train.py")
 	setDefault(&c.Workload.Device, "cuda")
@@ -366,6 +467,13 @@ func (c *Campaign) Resolve() error {
 	setDefault(&c.Container.MountPoint, "/opt/sharebench")
 	setDefaultInt(&c.SubBatchLevels, 1)
 	setDefaultInt(&c.Repeats, 3)
+	setDefaultInt(&c.MaxRepeats, max(10, c.Repeats))
+	if c.CITarget == 0 {
+		c.CITarget = 0.02
+	}
+	if c.ForeignWait == 0 {
+		c.ForeignWait = Duration(time.Minute)
+	}
 	setDefaultInt(&c.Window.MinSteps, 30)
 	setDefaultInt(&c.Window.FloorSteps, 10)
 	if c.Window.MaxSeconds == 0 {
@@ -399,6 +507,9 @@ func (c *Campaign) Resolve() error {
 	catalog := readCatalog(filepath.Join(filepath.Dir(c.Workload.Script), "catalog.json"))
 	for i := range c.Models {
 		m := &c.Models[i]
+		if len(m.GPUs) == 0 {
+			m.GPUs = []int{1}
+		}
 		if m.MinSubBatch == 0 {
 			m.MinSubBatch = catalog[m.Name]
 		}
@@ -420,6 +531,9 @@ func (c *Campaign) Resolve() error {
 			}
 		}
 	}
+	if solo, pair := c.CellCount(); solo+pair > MaxCells {
+		return fmt.Errorf("models and pairs: %d cells (%d solo, %d pair): more than %d; list fewer batches, sub-batches, pairs or modes", solo+pair, solo, pair, MaxCells)
+	}
 	return nil
 }
 
@@ -439,7 +553,7 @@ func (c *Campaign) validate() error {
 	if c.Name == "" {
 		return errors.New("name: missing")
 	}
-	if !SafeName(c.Name) {
+	if !engine.SafeName(c.Name) {
 		return fmt.Errorf("name: %q: use letters, digits, '.', '_' and '-'", c.Name)
 	}
 	switch c.Backend {
@@ -447,8 +561,18 @@ func (c *Campaign) validate() error {
 	default:
 		return fmt.Errorf("backend: %q: want local, container or fake", c.Backend)
 	}
-	if c.Mode != string(profile.Timeslice) {
-		return fmt.Errorf("mode: %q: only timeslice is supported (MPS needs a host the team administers)", c.Mode)
+	for i, m := range c.Modes {
+		if _, err := profile.ParseMode(m); err != nil {
+			return fmt.Errorf("modes[%d]: %v", i, err)
+		}
+		if slices.Contains(c.Modes[:i], m) {
+			return fmt.Errorf("modes[%d]: duplicate mode %q", i, m)
+		}
+	}
+	switch c.Order {
+	case OrderCampaign, OrderLevels:
+	default:
+		return fmt.Errorf("order: %q: want campaign or levels", c.Order)
 	}
 	switch c.PairGrid {
 	case GridFull, GridMatched:
@@ -460,7 +584,7 @@ func (c *Campaign) validate() error {
 	}
 	seen := map[string]bool{}
 	for i, m := range c.Models {
-		if !SafeName(m.Name) {
+		if !engine.SafeName(m.Name) {
 			return fmt.Errorf("models[%d].name: %q: use letters, digits, '.', '_' and '-'", i, m.Name)
 		}
 		if seen[m.Name] {
@@ -486,6 +610,17 @@ func (c *Campaign) validate() error {
 				return fmt.Errorf("models[%d].sub_batches[%d]: duplicate sub-batch %d", i, j, b)
 			}
 		}
+		for j, g := range m.GPUs {
+			if g < 1 || g > 64 {
+				return fmt.Errorf("models[%d].gpus[%d]: %d: want 1..64", i, j, g)
+			}
+			if slices.Contains(m.GPUs[:j], g) {
+				return fmt.Errorf("models[%d].gpus[%d]: duplicate GPU count %d", i, j, g)
+			}
+		}
+		if len(m.Batches) > 64 || len(m.SubBatches) > 64 || len(m.GPUs) > 8 {
+			return fmt.Errorf("models[%d]: at most 64 batches, 64 sub-batches and 8 GPU counts", i)
+		}
 		if m.MinSubBatch < 0 || m.SeqLen < 0 || m.ImageSize < 0 || m.DefaultBatch < 0 {
 			return fmt.Errorf("models[%d]: min_sub_batch, seq_len, image_size and default_batch must not be negative", i)
 		}
@@ -509,8 +644,14 @@ func (c *Campaign) validate() error {
 	if c.SubBatchLevels < 1 || c.SubBatchLevels > 16 {
 		return fmt.Errorf("sub_batch_levels: %d: want 1..16", c.SubBatchLevels)
 	}
-	if c.Repeats < 1 {
-		return fmt.Errorf("repeats: %d: want at least 1", c.Repeats)
+	if c.Repeats < 1 || c.MaxRepeats < c.Repeats || c.MaxRepeats > 1000 {
+		return fmt.Errorf("repeats %d, max_repeats %d: want 1 ≤ repeats ≤ max_repeats ≤ 1000", c.Repeats, c.MaxRepeats)
+	}
+	if !(c.CITarget > 0 && c.CITarget < 1) {
+		return fmt.Errorf("ci_target: %v: want a relative half-width in (0, 1)", c.CITarget)
+	}
+	if c.Budget < 0 || c.ForeignWait < 0 {
+		return errors.New("budget and foreign_wait must not be negative")
 	}
 	if !finite(c.Warmup.Seconds, c.Window.MinSeconds, c.Window.MaxSeconds, c.Workload.MemFraction) {
 		return errors.New("warmup, window and workload.mem_fraction: numbers must be finite")
@@ -528,6 +669,11 @@ func (c *Campaign) validate() error {
 	if c.Workload.AMP != "off" && c.Workload.AMP != "bf16" {
 		return fmt.Errorf("workload.amp: %q: want off or bf16", c.Workload.AMP)
 	}
+	switch c.Workload.Precision {
+	case "default", "strict-fp32", "tf32":
+	default:
+		return fmt.Errorf("workload.precision: %q: want default, strict-fp32 or tf32", c.Workload.Precision)
+	}
 	if c.Workload.Threads < 1 {
 		return fmt.Errorf("workload.threads: %d: want at least 1", c.Workload.Threads)
 	}
@@ -537,7 +683,7 @@ func (c *Campaign) validate() error {
 	if c.Workload.MaxSteps < 0 {
 		return errors.New("workload.max_steps: must not be negative")
 	}
-	if c.Workload.Impl != "" && !SafeName(c.Workload.Impl) {
+	if c.Workload.Impl != "" && !engine.SafeName(c.Workload.Impl) {
 		return fmt.Errorf("workload.impl: %q: use letters, digits, '.', '_' and '-'", c.Workload.Impl)
 	}
 	for _, k := range slices.Sorted(mapKeys(c.Workload.Env)) {
@@ -549,7 +695,7 @@ func (c *Campaign) validate() error {
 		return errors.New("timeouts: ready, stall and grace must be positive")
 	}
 	for i, g := range c.GPUs {
-		if !SafeName(g) {
+		if !engine.SafeName(g) {
 			return fmt.Errorf("gpus[%d]: %q is not a GPU index or UUID", i, g)
 		}
 	}
@@ -572,7 +718,7 @@ func (c *Campaign) validate() error {
 		if !safeImage(ct.Image) {
 			return fmt.Errorf("container.image: %q: not a plain image reference", ct.Image)
 		}
-		if ct.Runtime != "" && !SafeName(ct.Runtime) {
+		if ct.Runtime != "" && !engine.SafeName(ct.Runtime) {
 			return fmt.Errorf("container.runtime: %q: use letters, digits, '.', '_' and '-'", ct.Runtime)
 		}
 		if !strings.HasPrefix(ct.MountPoint, "/") {
@@ -584,7 +730,7 @@ func (c *Campaign) validate() error {
 			}
 		}
 	}
-	if err := c.Slurm.validate(); err != nil {
+	if err := c.Slurm.Validate(); err != nil {
 		return err
 	}
 	if err := c.Kubernetes.validate(); err != nil {
@@ -654,9 +800,11 @@ func (m *ModelSpec) subBatches(b, levels int) []int {
 
 // Member is one workload configuration inside a cell.
 type Member struct {
-	Model     string   `json:"model"`
-	Batch     int      `json:"batch"`
-	SubBatch  int      `json:"sub_batch"`
+	Model    string `json:"model"`
+	Batch    int    `json:"batch"`
+	SubBatch int    `json:"sub_batch"`
+	// GPUs is the job's GPU count (processes); 0 and 1 both mean one.
+	GPUs      int      `json:"gpus,omitempty"`
 	SeqLen    int      `json:"seq_len,omitempty"`
 	ImageSize int      `json:"image_size,omitempty"`
 	Args      []string `json:"args,omitempty"`
@@ -667,8 +815,16 @@ func (m Member) Config() profile.Config {
 	return profile.Config{Model: m.Model, Batch: m.Batch, SubBatch: m.SubBatch}
 }
 
-// String formats m as model/batch/sub-batch.
-func (m Member) String() string { return m.Config().String() }
+// NGPUs returns the job's GPU count, at least 1.
+func (m Member) NGPUs() int { return max(m.GPUs, 1) }
+
+// String formats m as model/batch/sub-batch, with "x<n>" for jobs of n > 1 GPUs.
+func (m Member) String() string {
+	if m.NGPUs() > 1 {
+		return m.Config().String() + "x" + strconv.Itoa(m.GPUs)
+	}
+	return m.Config().String()
+}
 
 // Cell kinds.
 const (
@@ -677,80 +833,173 @@ const (
 )
 
 // Cell is the unit of work: one configuration measured alone (KindSolo) or two measured
-// together (KindPair), with all its repeats. Its ID is derived from its content and from the
-// campaign settings that affect measurements, so it is stable across reruns and machines
-// and changes when anything that matters changes. Dispatchers (Slurm, Kubernetes) address
-// cells by Index within a resolved campaign and recognise finished ones by ID.
+// together under a sharing mode (KindPair), with all its repeats. Its ID is derived from its
+// content and from the campaign settings that affect measurements, so it is stable across
+// reruns and machines and changes when anything that matters changes. Dispatchers (Slurm,
+// Kubernetes) address cells by Index within a resolved campaign and recognise finished ones
+// by ID.
 type Cell struct {
 	Index int     `json:"index"`
 	ID    string  `json:"id"`
 	Kind  string  `json:"kind"`
 	A     Member  `json:"a"`
 	B     *Member `json:"b,omitempty"`
-	// Label is human-readable: "resnet50/64/32" or "resnet50/64/32+vgg16/32/32".
+	// Mode is the sharing mode of a pair cell (timeslice or mps).
+	Mode string `json:"mode,omitempty"`
+	// Label is human-readable: "resnet50/64/32", "resnet50/64/32+vgg16/32/32" or, under MPS,
+	// "resnet50/64/32+vgg16/32/32@mps".
 	Label string `json:"label"`
+	// Level is the sub-batch level (0: b = B; the larger of a pair's), for order: levels.
+	Level int `json:"level,omitempty"`
 }
 
 // Dir is the cell's directory name under DIR/cells: file-system and shell safe.
 func (c Cell) Dir() string {
-	r := strings.NewReplacer("/", "_", "+", "__")
+	r := strings.NewReplacer("/", "_", "+", "__", "@", "_")
 	return fmt.Sprintf("%03d-%s-%s", c.Index, r.Replace(c.Label), c.ID[:8])
 }
 
 // SameConfig reports whether a pair cell co-locates a configuration with itself.
 func (c Cell) SameConfig() bool {
-	return c.B != nil && c.A.Config() == c.B.Config()
+	return c.B != nil && c.A.Config() == c.B.Config() && c.A.NGPUs() == c.B.NGPUs()
 }
 
-// Cells expands c into its cells: solo cells first (models, batches and sub-batches in
-// campaign order, sub-batches largest first), then pair cells. The order is the execution
-// order and defines Index.
-func (c *Campaign) Cells() []Cell {
-	type cfgs struct {
-		members []Member
-		levels  []int // sub-batch level of each member within its batch
+// GPUs returns the number of GPUs the cell occupies.
+func (c Cell) GPUs() int { return c.A.NGPUs() }
+
+// maxGPUs returns the largest GPU count of the campaign's jobs (at least 1): what a cluster
+// task asks for, so that every cell fits in any task.
+func (c *Campaign) maxGPUs() int {
+	n := 1
+	for _, m := range c.Models {
+		for _, g := range m.GPUs {
+			n = max(n, g)
+		}
 	}
-	per := map[string]cfgs{}
-	var cells []Cell
+	return n
+}
+
+// memberSet is one model's configurations, with each one's sub-batch level within its batch.
+type memberSet struct {
+	members []Member
+	levels  []int
+}
+
+// memberSets returns the configurations of every model, by name.
+func (c *Campaign) memberSets() map[string]memberSet {
+	per := map[string]memberSet{}
 	for i := range c.Models {
 		m := &c.Models[i]
-		var x cfgs
-		for _, b := range m.Batches {
-			for lvl, s := range m.subBatches(b, c.SubBatchLevels) {
-				mem := Member{Model: m.Name, Batch: b, SubBatch: s, SeqLen: m.SeqLen, ImageSize: m.ImageSize, Args: m.Args}
-				x.members = append(x.members, mem)
-				x.levels = append(x.levels, lvl)
-				cells = append(cells, Cell{Kind: KindSolo, A: mem})
+		var x memberSet
+		for _, g := range m.GPUs {
+			for _, b := range m.Batches {
+				for lvl, s := range m.subBatches(b, c.SubBatchLevels) {
+					gpus := g
+					if g == 1 {
+						gpus = 0 // one GPU is the default: omitted from IDs and labels
+					}
+					x.members = append(x.members, Member{Model: m.Name, Batch: b, SubBatch: s, GPUs: gpus, SeqLen: m.SeqLen, ImageSize: m.ImageSize, Args: m.Args})
+					x.levels = append(x.levels, lvl)
+				}
 			}
 		}
 		per[m.Name] = x
 	}
+	return per
+}
+
+// pairable reports whether configurations i of a and j of b form a pair cell of model pair
+// p: the same GPU count, each unordered pair of one model's configurations once, and under
+// the matched grid only equal levels.
+func (c *Campaign) pairable(p [2]string, a, b memberSet, i, j int) bool {
+	if a.members[i].NGPUs() != b.members[j].NGPUs() {
+		return false
+	}
+	if p[0] == p[1] && j < i {
+		return false
+	}
+	return c.PairGrid != GridMatched || a.levels[i] == b.levels[j] && (p[0] != p[1] || i == j)
+}
+
+// CellCount returns the numbers of solo and pair cells without building them, so that
+// Resolve can refuse absurd campaigns before they take the memory.
+func (c *Campaign) CellCount() (solo, pair int) {
+	per := c.memberSets()
+	for _, x := range per {
+		solo += len(x.members)
+	}
+	if c.SoloOnly {
+		return solo, 0
+	}
+	for _, p := range c.pairList() {
+		a, b := per[p[0]], per[p[1]]
+		for i := range a.members {
+			for j := range b.members {
+				if c.pairable(p, a, b, i, j) {
+					pair++
+				}
+			}
+			if pair > MaxCells {
+				return solo, pair // enough to refuse
+			}
+		}
+	}
+	return solo, pair * len(c.Modes)
+}
+
+// Cells expands c into its cells: solo cells first (models, GPU counts, batches and
+// sub-batches in campaign order, sub-batches largest first), then pair cells (for each mode),
+// or by sub-batch level with Order levels. The order is the execution order and defines
+// Index.
+func (c *Campaign) Cells() []Cell {
+	per := c.memberSets()
+	var cells []Cell
+	for i := range c.Models {
+		x := per[c.Models[i].Name]
+		for k, m := range x.members {
+			cells = append(cells, Cell{Kind: KindSolo, A: m, Level: x.levels[k]})
+		}
+	}
 	if !c.SoloOnly {
-		for _, p := range c.pairList() {
-			a, b := per[p[0]], per[p[1]]
-			for i, ma := range a.members {
-				for j, mb := range b.members {
-					if p[0] == p[1] && j < i {
-						continue // unordered pairs of one model's configurations
+		for _, mode := range c.Modes {
+			for _, p := range c.pairList() {
+				a, b := per[p[0]], per[p[1]]
+				for i, ma := range a.members {
+					for j, mb := range b.members {
+						if !c.pairable(p, a, b, i, j) {
+							continue
+						}
+						mb := mb
+						cells = append(cells, Cell{Kind: KindPair, A: ma, B: &mb, Mode: mode, Level: max(a.levels[i], b.levels[j])})
 					}
-					if c.PairGrid == GridMatched && (a.levels[i] != b.levels[j] || (p[0] == p[1] && i != j)) {
-						continue
-					}
-					mb := mb
-					cells = append(cells, Cell{Kind: KindPair, A: ma, B: &mb})
 				}
 			}
 		}
+	}
+	if c.Order == OrderLevels {
+		slices.SortStableFunc(cells, func(x, y Cell) int {
+			return cmp.Or(x.Level-y.Level, kindRank(x.Kind)-kindRank(y.Kind))
+		})
 	}
 	for i := range cells {
 		cells[i].Index = i
 		cells[i].Label = cells[i].A.String()
 		if cells[i].B != nil {
 			cells[i].Label += "+" + cells[i].B.String()
+			if cells[i].Mode != string(profile.Timeslice) {
+				cells[i].Label += "@" + cells[i].Mode
+			}
 		}
 		cells[i].ID = c.cellID(cells[i])
 	}
 	return cells
+}
+
+func kindRank(kind string) int {
+	if kind == KindSolo {
+		return 0
+	}
+	return 1
 }
 
 // pairList returns the model pairs: the configured ones, or all unordered pairs plus each
@@ -772,37 +1021,39 @@ func (c *Campaign) pairList() [][2]string {
 }
 
 // cellID hashes the cell with every campaign setting that changes what is measured (not
-// paths, timeouts, GPUs or telemetry).
+// paths, timeouts, GPUs, telemetry, budget or order).
 func (c *Campaign) cellID(cell Cell) string {
 	w := c.Workload
 	key := struct {
-		V         int
-		Kind      string
-		A         Member
-		B         *Member
-		Backend   string
-		Mode      string
-		Seed      int64
-		Repeats   int
-		ReuseSolo bool
-		Warmup    Warmup
-		Window    Window
-		Device    string
-		Tiny      bool
-		Threads   int
-		MemFrac   float64
-		AMP       string
-		TF32      bool
-		Impl      string
-		MaxSteps  int
-		Args      []string
-		Env       map[string]string
-		Image     string
-		Fake      *FakeConfig
+		V          int
+		Kind       string
+		A          Member
+		B          *Member
+		Mode       string
+		Backend    string
+		Seed       int64
+		Repeats    int
+		MaxRepeats int
+		CITarget   float64
+		ReuseSolo  bool
+		Warmup     Warmup
+		Window     Window
+		Device     string
+		Tiny       bool
+		Threads    int
+		MemFrac    float64
+		AMP        string
+		Precision  string
+		Impl       string
+		MaxSteps   int
+		Args       []string
+		Env        map[string]string
+		Image      string
+		Fake       *FakeConfig
 	}{
-		V: 1, Kind: cell.Kind, A: cell.A, B: cell.B, Backend: c.Backend, Mode: c.Mode, Seed: c.Seed,
-		Repeats: c.Repeats, ReuseSolo: c.ReuseSolo, Warmup: c.Warmup, Window: c.Window,
-		Device: w.Device, Tiny: w.Tiny, Threads: w.Threads, MemFrac: w.MemFraction, AMP: w.AMP, TF32: w.TF32,
+		V: 2, Kind: cell.Kind, A: cell.A, B: cell.B, Mode: cell.Mode, Backend: c.Backend, Seed: c.Seed,
+		Repeats: c.Repeats, MaxRepeats: c.MaxRepeats, CITarget: c.CITarget, ReuseSolo: c.ReuseSolo, Warmup: c.Warmup, Window: c.Window,
+		Device: w.Device, Tiny: w.Tiny, Threads: w.Threads, MemFrac: w.MemFraction, AMP: w.AMP, Precision: w.Precision,
 		Impl: w.Impl, MaxSteps: w.MaxSteps, Args: w.Args, Env: w.Env,
 	}
 	if cell.Kind == KindSolo {

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/sharebench/sharebench/engine"
 )
 
 const exampleCampaign = `
@@ -19,6 +21,7 @@ models:
     seq_len: 128
 sub_batch_levels: 2
 repeats: 3
+max_repeats: 3
 warmup: {steps: 20, seconds: 10}
 window: {min_steps: 30, min_seconds: 20}
 timeouts: {ready: 5m, stall: 90s, grace: 10s}
@@ -36,7 +39,7 @@ func mustParse(t *testing.T, y string) *Campaign {
 func TestParseCampaignDefaults(t *testing.T) {
 	t.Parallel()
 	c := mustParse(t, exampleCampaign)
-	if c.Backend != "local" || c.Mode != "timeslice" || c.Workload.Python != "python3" || c.Workload.Device != "cuda" ||
+	if c.Backend != "local" || len(c.Modes) != 1 || c.Modes[0] != "timeslice" || c.MaxRepeats != 3 || c.CITarget != 0.02 || c.Workload.Python != "python3" || c.Workload.Device != "cuda" ||
 		c.Workload.Threads != 2 || c.Window.FloorSteps != 10 || c.Window.Trim != 2 || c.Timeouts.Stall.D().Seconds() != 90 ||
 		len(c.GPUs) != 1 || c.GPUs[0] != "0" || c.PairGrid != GridFull {
 		t.Errorf("defaults not applied: %+v", c)
@@ -84,7 +87,19 @@ func TestCampaignValidation(t *testing.T) {
 		{"pair of unknown model", "name: x\nmodels: [{name: a, batches: [8]}]\npairs: [[a, b]]\n", "pairs[0]: unknown model \"b\""},
 		{"pair of three", "name: x\nmodels: [{name: a, batches: [8]}]\npairs: [[a, a, a]]\n", "pairs[0]: want two"},
 		{"duplicate pair", "name: x\nmodels: [{name: a, batches: [8]}, {name: b, batches: [8]}]\npairs: [[a, b], [b, a]]\n", "pairs[1]: duplicate"},
-		{"mps", "name: x\nmode: mps\nmodels: [{name: a, batches: [8]}]\n", "mode: \"mps\""},
+		{"old mode field", "name: x\nmode: mps\nmodels: [{name: a, batches: [8]}]\n", "field mode not found"},
+		{"unknown mode", "name: x\nmodes: [shared]\nmodels: [{name: a, batches: [8]}]\n", "modes[0]"},
+		{"duplicate mode", "name: x\nmodes: [mps, mps]\nmodels: [{name: a, batches: [8]}]\n", "modes[1]: duplicate"},
+		{"fractional repeats", "name: x\nrepeats: 1.5\nmodels: [{name: a, batches: [8]}]\n", "line 2: repeats: 1.5 is not an integer"},
+		{"fractional batch", "name: x\nmodels: [{name: a, batches: [8, 2.5]}]\n", "line 2: models[0].batches[1]: 2.5 is not an integer"},
+		{"float bytes", "name: x\ngpu_mem_bytes: 8e9\nmodels: [{name: a, batches: [8]}]\n", "gpu_mem_bytes: 8e9 is not an integer"},
+		{"fake memory", "name: x\nmodels: [{name: a, batches: [8]}]\nfake: {mem_bytes: {a: 1.5}}\n", "fake.mem_bytes.a: 1.5 is not an integer"},
+		{"max repeats", "name: x\nrepeats: 4\nmax_repeats: 3\nmodels: [{name: a, batches: [8]}]\n", "max_repeats 3"},
+		{"ci target", "name: x\nci_target: 2\nmodels: [{name: a, batches: [8]}]\n", "ci_target"},
+		{"gpu count", "name: x\nmodels: [{name: a, batches: [8], gpus: [0]}]\n", "models[0].gpus[0]"},
+		{"precision", "name: x\nmodels: [{name: a, batches: [8]}]\nworkload: {precision: fp16}\n", "workload.precision"},
+		{"order", "name: x\norder: random\nmodels: [{name: a, batches: [8]}]\n", "order"},
+		{"too many cells", "name: x\nsub_batch_levels: 16\nmodels: [{name: a, batches: [65536, 32768, 16384, 8192, 4096, 2048, 1024, 512, 256, 128, 64, 32, 16, 8, 4, 2], min_sub_batch: 1}, {name: b, batches: [65536, 32768, 16384, 8192, 4096, 2048, 1024, 512, 256, 128, 64, 32, 16, 8, 4, 2], min_sub_batch: 1}]\n", "more than 20000"},
 		{"backend", "name: x\nbackend: ssh\nmodels: [{name: a, batches: [8]}]\n", "backend: \"ssh\""},
 		{"device", "name: x\nmodels: [{name: a, batches: [8]}]\nworkload: {device: tpu}\n", "workload.device"},
 		{"mem fraction", "name: x\nmodels: [{name: a, batches: [8]}]\nworkload: {mem_fraction: 2}\n", "workload.mem_fraction"},
@@ -165,7 +180,7 @@ models: [{name: bert, batches: [2]}, {name: vgg16, batches: [16]}]
 				t.Errorf("cells (-want +got):\n%s", diff)
 			}
 			for i, c := range cells {
-				if c.Index != i || len(c.ID) != 16 || !SafeName(c.Dir()) {
+				if c.Index != i || len(c.ID) != 16 || !engine.SafeName(c.Dir()) {
 					t.Errorf("cell %d: index %d, id %q, dir %q", i, c.Index, c.ID, c.Dir())
 				}
 			}
@@ -218,31 +233,17 @@ func TestPlansABBA(t *testing.T) {
 	c := mustParse(t, "name: x\nrepeats: 3\nmodels: [{name: a, batches: [8]}, {name: b, batches: [8]}]\n")
 	cells := c.Cells() // a, b, a+a, a+b, b+b
 	if diff := cmp.Diff([]string{"r0-soloA", "r0-soloB", "r0-pair", "r1-pair", "r1-soloB", "r1-soloA", "r2-soloA", "r2-soloB", "r2-pair"},
-		names(plans(c, cells[3]))); diff != "" {
+		names(plans(c, cells[3], 3))); diff != "" {
 		t.Errorf("pair cell ABBA (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]string{"r0-soloA", "r0-pair", "r1-pair", "r1-soloA", "r2-soloA", "r2-pair"}, names(plans(c, cells[2]))); diff != "" {
+	if diff := cmp.Diff([]string{"r0-soloA", "r0-pair", "r1-pair", "r1-soloA", "r2-soloA", "r2-pair"}, names(plans(c, cells[2], 3))); diff != "" {
 		t.Errorf("self pair (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]string{"r0-solo", "r1-solo", "r2-solo"}, names(plans(c, cells[0]))); diff != "" {
+	if diff := cmp.Diff([]string{"r0-solo", "r1-solo", "r2-solo"}, names(plans(c, cells[0], 3))); diff != "" {
 		t.Errorf("solo cell (-want +got):\n%s", diff)
 	}
 	c.ReuseSolo = true
-	if diff := cmp.Diff([]string{"r0-pair", "r1-pair", "r2-pair"}, names(plans(c, cells[3]))); diff != "" {
+	if diff := cmp.Diff([]string{"r0-pair", "r1-pair", "r2-pair"}, names(plans(c, cells[3], 3))); diff != "" {
 		t.Errorf("reuse_solo (-want +got):\n%s", diff)
-	}
-}
-
-func TestSafeName(t *testing.T) {
-	t.Parallel()
-	for _, s := range []string{"resnet50", "a.b_c-d", "GPU-0f3a", "sb-1234abcd-r0-pair-A-a1b2c3"} {
-		if !SafeName(s) {
-			t.Errorf("SafeName(%q) = false", s)
-		}
-	}
-	for _, s := range []string{"", "-rm", ".x", "a b", "a;b", "a/b", "$(x)", "a\nb", strings.Repeat("a", 129), "é"} {
-		if SafeName(s) {
-			t.Errorf("SafeName(%q) = true", s)
-		}
 	}
 }

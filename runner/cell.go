@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"time"
 
+	"github.com/sharebench/sharebench/profile"
 	"github.com/sharebench/sharebench/runner/gpu"
 )
 
@@ -17,6 +19,15 @@ const ResultVersion = 1
 
 // RecordCell is the value of Result.Record.
 const RecordCell = "cell"
+
+// Sharing modes a result records beyond profile's timeslice and mps: what was in effect when
+// it differs from what the cell asked for. Such cells are kept out of profiles.
+const (
+	// ModeMPSObserved: a timeslice cell saw MPS processes during a run.
+	ModeMPSObserved = "mps-observed"
+	// ModeMPSUnconfirmed: an mps cell whose runs telemetry did not show under MPS.
+	ModeMPSUnconfirmed = "mps-unconfirmed"
+)
 
 // Result is the record of one cell: one JSON line in the journal (journal.jsonl) and the
 // line "sharebench profile cell --index i" prints. It is self-contained: a dispatcher that
@@ -37,8 +48,11 @@ type Result struct {
 	B *Side `json:"b,omitempty"`
 	// PairThroughput is 1/ξ_A + 1/ξ_B: above 1 sharing raises total throughput.
 	PairThroughput float64 `json:"pair_throughput,omitempty"`
-	// Mode is the sharing mode in effect: "timeslice", or "mps-observed" when MPS processes
-	// were seen during a run (such cells are kept out of timeslice profiles).
+	// Repeats is the number of repeats run (between the campaign's repeats and max_repeats).
+	Repeats int `json:"repeats,omitempty"`
+	// Mode is the sharing mode in effect: "timeslice" or "mps" as the cell asked (solo cells:
+	// "timeslice", alone on their GPUs), or ModeMPSObserved / ModeMPSUnconfirmed when what ran
+	// differs (such cells are kept out of profiles).
 	Mode  string   `json:"mode"`
 	Notes []string `json:"notes,omitempty"`
 	Env   Env      `json:"env"`
@@ -52,7 +66,7 @@ type Result struct {
 }
 
 // Side summarises one member of a cell across its repeats. Step times are milliseconds per
-// optimizer step; estimates are medians over repeats with bootstrap 95% CIs.
+// optimizer step; estimates are medians over repeats with 95% CIs (Estimate95).
 type Side struct {
 	Member Member `json:"member"`
 	Impl   string `json:"impl,omitempty"`
@@ -64,8 +78,11 @@ type Side struct {
 	PairDist *Dist     `json:"pair_dist,omitempty"`
 	// Xi is ξ: per repeat, pair median ÷ solo median of the same repeat.
 	Xi *Estimate `json:"xi,omitempty"`
-	// MemReservedBytes is the solo peak reserved memory (max over repeats).
+	// MemReservedBytes is the solo peak of the caching allocator's reserved memory (max over
+	// repeats and phases); MemDeviceBytes the driver's account of the job's processes, CUDA
+	// context included (0: unknown). The profile's memory is MemDeviceBytes when known.
 	MemReservedBytes int64   `json:"mem_reserved_bytes,omitempty"`
+	MemDeviceBytes   int64   `json:"mem_device_bytes,omitempty"`
 	MemSource        string  `json:"mem_source,omitempty"`
 	SamplesPerS      float64 `json:"samples_per_s,omitempty"`
 	// HarnessStepMs and LoggedStepMs are medians over runs of the step time computed from
@@ -84,6 +101,8 @@ type Env struct {
 	GPUMemBytes int64  `json:"gpu_mem_bytes,omitempty"`
 	Driver      string `json:"driver,omitempty"`
 	CUDADriver  string `json:"cuda_driver,omitempty"`
+	// CPUAffinity is the runner's CPU affinity ("0-15"); the workloads inherit it.
+	CPUAffinity string `json:"cpu_affinity,omitempty"`
 	// From the workloads' start events.
 	Device       string `json:"device,omitempty"`
 	WorkloadGPU  string `json:"workload_gpu,omitempty"`
@@ -94,6 +113,10 @@ type Env struct {
 	CuDNN        string `json:"cudnn,omitempty"`
 	Python       string `json:"python,omitempty"`
 	Telemetry    string `json:"telemetry,omitempty"`
+	// Timing is how the workloads timed micro-steps ("cuda-events" or "wall"); Precision the
+	// FP32 math in effect as they read it back.
+	Timing    string         `json:"timing,omitempty"`
+	Precision map[string]any `json:"precision,omitempty"`
 	// MPS is what DetectMPS found on the host before the campaign.
 	MPS *gpu.MPSStatus `json:"mps,omitempty"`
 }
@@ -102,7 +125,7 @@ type Env struct {
 type CellOptions struct {
 	// OutDir receives the raw files under cells/<cell dir>/ (required).
 	OutDir string
-	// GPUs pins the cell (default: the campaign's first GPU).
+	// GPUs pins the cell (default: the campaign's first GPUs).
 	GPUs []string
 	// Sampler records telemetry during measurement windows (nil: none). It is used from
 	// one goroutine at a time per RunCell call.
@@ -121,6 +144,25 @@ type CellOptions struct {
 	Attempt int
 	// Env is the host record embedded in the result; start-event facts are added to it.
 	Env Env
+	// Deadline, when set, is when no further repeat may start (the campaign's budget).
+	Deadline time.Time
+	// Notes are attached to the result (e.g. foreign processes found before the cell).
+	Notes []string
+	// MPS is the MPS daemon mps cells run under (nil: MPS unavailable, with MPSReason).
+	MPS       *MPSDaemon
+	MPSReason string
+	// Token marks the cell's processes in their environment (EnvToken), so that processes
+	// that leave their process group are still found and stopped; "" derives one from OutDir.
+	Token string
+}
+
+// cellMode is the sharing mode a cell asks for: its own for pairs, timeslice for solo cells
+// (alone on their GPUs, isolated from any MPS daemon).
+func cellMode(cell Cell) string {
+	if cell.Kind == KindPair && cell.Mode != "" {
+		return cell.Mode
+	}
+	return string(profile.Timeslice)
 }
 
 // RunCell runs cell index of the resolved campaign c on backend b and returns its record.
@@ -135,34 +177,33 @@ func RunCell(ctx context.Context, c *Campaign, index int, b Backend, opt CellOpt
 	return runCell(ctx, c, cell, b, opt)
 }
 
-// plans returns the runs of a cell in execution order: R repeats in ABBA order (solo-A,
-// solo-B, pair; then pair, solo-B, solo-A; ...). Solo-B is skipped when B has A's
-// configuration, and pair cells with reuse_solo run only their pairs.
-func plans(c *Campaign, cell Cell) []runPlan {
+// repeatPlans returns the runs of repeat r of a cell in ABBA order: solo-A, solo-B, pair in
+// even repeats, the reverse in odd ones. Solo-B is skipped when B has A's configuration, and
+// pair cells with reuse_solo run only their pairs.
+func repeatPlans(c *Campaign, cell Cell, r int) []runPlan {
+	if cell.Kind == KindSolo {
+		return []runPlan{{name: fmt.Sprintf("r%d-solo", r), kind: KindSolo, repeat: r, members: []Member{cell.A}, roles: []string{"A"}}}
+	}
+	pair := runPlan{name: fmt.Sprintf("r%d-pair", r), kind: KindPair, repeat: r, members: []Member{cell.A, *cell.B}, roles: []string{"A", "B"}}
+	if c.ReuseSolo {
+		return []runPlan{pair}
+	}
+	seq := []runPlan{{name: fmt.Sprintf("r%d-soloA", r), kind: KindSolo, repeat: r, members: []Member{cell.A}, roles: []string{"A"}}}
+	if !cell.SameConfig() {
+		seq = append(seq, runPlan{name: fmt.Sprintf("r%d-soloB", r), kind: KindSolo, repeat: r, members: []Member{*cell.B}, roles: []string{"B"}})
+	}
+	seq = append(seq, pair)
+	if r%2 == 1 {
+		slices.Reverse(seq)
+	}
+	return seq
+}
+
+// plans returns the runs of the first n repeats in execution order.
+func plans(c *Campaign, cell Cell, n int) []runPlan {
 	var out []runPlan
-	for r := 0; r < c.Repeats; r++ {
-		var seq []runPlan
-		if cell.Kind == KindSolo {
-			seq = []runPlan{{name: fmt.Sprintf("r%d-solo", r), kind: KindSolo, members: []Member{cell.A}, roles: []string{"A"}}}
-		} else {
-			pair := runPlan{name: fmt.Sprintf("r%d-pair", r), kind: KindPair, members: []Member{cell.A, *cell.B}, roles: []string{"A", "B"}}
-			if c.ReuseSolo {
-				seq = []runPlan{pair}
-			} else {
-				seq = append(seq, runPlan{name: fmt.Sprintf("r%d-soloA", r), kind: KindSolo, members: []Member{cell.A}, roles: []string{"A"}})
-				if !cell.SameConfig() {
-					seq = append(seq, runPlan{name: fmt.Sprintf("r%d-soloB", r), kind: KindSolo, members: []Member{*cell.B}, roles: []string{"B"}})
-				}
-				seq = append(seq, pair)
-				if r%2 == 1 {
-					slices.Reverse(seq)
-				}
-			}
-		}
-		for _, p := range seq {
-			p.repeat = r
-			out = append(out, p)
-		}
+	for r := 0; r < n; r++ {
+		out = append(out, repeatPlans(c, cell, r)...)
 	}
 	for i := range out {
 		out[i].seq = i
@@ -175,20 +216,38 @@ func runCell(ctx context.Context, c *Campaign, cell Cell, b Backend, opt CellOpt
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	mode := cellMode(cell)
 	res := Result{
-		Record: RecordCell, Version: ResultVersion, Campaign: c.Name, Cell: cell, Mode: c.Mode, Env: opt.Env,
-		Backend: b.Name(), Attempt: max(opt.Attempt, 1), Started: time.Now().UTC(),
+		Record: RecordCell, Version: ResultVersion, Campaign: c.Name, Cell: cell, Mode: mode, Env: opt.Env,
+		Backend: b.Name(), Attempt: max(opt.Attempt, 1), Started: time.Now().UTC(), Notes: slices.Clone(opt.Notes),
 	}
 	if opt.OutDir == "" {
 		return res, fmt.Errorf("runner: cell %s: no output directory", cell.Label)
 	}
 	gpus := opt.GPUs
-	if len(gpus) == 0 {
-		gpus = c.GPUs[:1]
+	if len(gpus) == 0 && len(c.GPUs) >= cell.GPUs() {
+		gpus = c.GPUs[:cell.GPUs()]
+	}
+	token := opt.Token
+	if token == "" {
+		token = CampaignToken(opt.OutDir)
 	}
 	rc := &runCtx{
 		c: c, cell: cell, backend: b, sampler: opt.Sampler, gpus: gpus, devIdx: opt.DeviceIndex, outDir: opt.OutDir,
-		cellDir: filepath.Join(opt.OutDir, "cells", cell.Dir()), log: log,
+		cellDir: filepath.Join(opt.OutDir, "cells", cell.Dir()), log: log, token: token,
+	}
+	done := func(status Status, reason string) (Result, error) {
+		res.Status, res.Reason, res.Finished = status, reason, time.Now().UTC()
+		return res, nil
+	}
+	if c.Workload.Device != "cpu" && len(gpus) < cell.GPUs() {
+		return done(StatusUnavailable, fmt.Sprintf("the cell needs %d GPUs; %d given", cell.GPUs(), len(gpus)))
+	}
+	if mode == string(profile.MPS) {
+		if opt.MPS == nil {
+			return done(StatusUnavailable, "MPS unavailable: "+firstNonEmpty(opt.MPSReason, "no MPS control daemon"))
+		}
+		rc.mpsDir = opt.MPS.PipeDir
 	}
 	if err := os.MkdirAll(rc.cellDir, 0o755); err != nil {
 		return res, fmt.Errorf("runner: cell %s: %w", cell.Label, err)
@@ -201,48 +260,90 @@ func runCell(ctx context.Context, c *Campaign, cell Cell, b Backend, opt CellOpt
 	if cell.Kind == KindPair && c.ReuseSolo && opt.Solo != nil {
 		for _, m := range []Member{cell.A, *cell.B} {
 			if s, ok := opt.Solo(m); ok && (s.Status == StatusInfeasible || s.Status == StatusInfeasiblePredicted) {
-				res.Status, res.Reason = StatusInfeasible, fmt.Sprintf("%s is infeasible alone: %s", m, s.Reason)
-				res.Finished = time.Now().UTC()
-				return res, nil
+				return done(StatusInfeasible, fmt.Sprintf("%s is infeasible alone: %s", m, s.Reason))
 			}
 		}
 	}
-	predicted := false
-	for _, p := range plans(c, cell) {
-		if p.kind == KindPair && !predicted && gpuMem > 0 {
-			predicted = true
-			ma, mb := soloMem(res.Runs, "A", opt.Solo, cell.A), soloMem(res.Runs, "B", opt.Solo, *cell.B)
-			if cell.SameConfig() {
-				mb = ma
-			}
-			if need := ma + mb + c.MemMarginBytes; ma > 0 && mb > 0 && need > gpuMem {
-				if !opt.Force {
-					res.Status = StatusInfeasiblePredicted
-					res.Reason = fmt.Sprintf("predicted not to fit: %d + %d + margin %d bytes > GPU memory %d bytes", ma, mb, c.MemMarginBytes, gpuMem)
-					break
-				}
-				res.Notes = append(res.Notes, "pair predicted not to fit; run anyway (--force)")
-			}
-		}
-		log.Debug("run start", "cell", cell.Label, "run", p.name)
-		rr, err := rc.execute(ctx, p)
-		if err != nil {
-			return res, err
-		}
-		log.Debug("run end", "cell", cell.Label, "run", p.name, "status", rr.Status, "reason", rr.Reason)
-		res.Runs = append(res.Runs, rr)
-		if rr.Status != StatusOK {
-			res.Status, res.Reason, res.StderrTail = rr.Status, p.name+": "+rr.Reason, rr.StderrTail
+	predicted, seq := false, 0
+repeats:
+	for r := 0; r < c.MaxRepeats; r++ {
+		if r >= c.Repeats && converged(c, res, opt.Solo) {
 			break
 		}
+		if r > 0 && !opt.Deadline.IsZero() && time.Now().After(opt.Deadline) {
+			res.Notes = append(res.Notes, fmt.Sprintf("budget reached after %d repeat(s)", r))
+			break
+		}
+		for _, p := range repeatPlans(c, cell, r) {
+			p.seq = seq
+			seq++
+			if p.kind == KindPair && !predicted && gpuMem > 0 {
+				predicted = true
+				ma, mb := soloMem(res.Runs, "A", opt.Solo, cell.A), soloMem(res.Runs, "B", opt.Solo, *cell.B)
+				if cell.SameConfig() {
+					mb = ma
+				}
+				if need := ma + mb + c.MemMarginBytes; ma > 0 && mb > 0 && need > gpuMem {
+					if !opt.Force {
+						res.Status = StatusInfeasiblePredicted
+						res.Reason = fmt.Sprintf("predicted not to fit: %d + %d + margin %d bytes > GPU memory %d bytes", ma, mb, c.MemMarginBytes, gpuMem)
+						break repeats
+					}
+					res.Notes = append(res.Notes, "pair predicted not to fit; run anyway (--force)")
+				}
+			}
+			log.Debug("run start", "cell", cell.Label, "run", p.name)
+			rr, err := rc.execute(ctx, p)
+			if err != nil {
+				return res, err
+			}
+			log.Debug("run end", "cell", cell.Label, "run", p.name, "status", rr.Status, "reason", rr.Reason)
+			res.Runs = append(res.Runs, rr)
+			if rr.Status != StatusOK {
+				res.Status, res.Reason, res.StderrTail = rr.Status, p.name+": "+rr.Reason, rr.StderrTail
+				break repeats
+			}
+		}
+		res.Repeats = r + 1
 	}
 	summarize(c, &res, opt.Solo)
 	res.Finished = time.Now().UTC()
 	return res, nil
 }
 
-// soloMem returns the solo peak reserved memory of a member: from the cell's own solo runs
-// (role), else from its solo cell.
+// converged reports whether the repeats so far estimate what the cell measures to the
+// campaign's ci_target: ξ of both sides for pairs (the pair step times when ξ cannot be
+// computed yet), the solo step time for solo cells.
+func converged(c *Campaign, res Result, solo func(Member) (Result, bool)) bool {
+	sides(c, &res, solo)
+	var ests []*Estimate
+	switch {
+	case res.A == nil:
+		return false
+	case res.Cell.Kind == KindSolo:
+		ests = []*Estimate{res.A.SoloMs}
+	case res.B != nil:
+		for _, s := range []*Side{res.A, res.B} {
+			ests = append(ests, cmpOrEstimate(s.Xi, s.PairMs))
+		}
+	}
+	for _, e := range ests {
+		if e == nil || !(e.HalfWidth() <= c.CITarget) {
+			return false
+		}
+	}
+	return len(ests) > 0
+}
+
+func cmpOrEstimate(a, b *Estimate) *Estimate {
+	if a != nil {
+		return a
+	}
+	return b
+}
+
+// soloMem returns the solo memory of a member, the driver's account where known, else the
+// allocator's reserved peak: from the cell's own solo runs (role), else from its solo cell.
 func soloMem(runs []RunResult, role string, solo func(Member) (Result, bool), m Member) int64 {
 	var mem int64
 	for _, r := range runs {
@@ -251,26 +352,28 @@ func soloMem(runs []RunResult, role string, solo func(Member) (Result, bool), m 
 		}
 		for _, mr := range r.Members {
 			if mr.Role == role {
-				mem = max(mem, mr.MemReservedBytes)
+				mem = max(mem, mr.MemDeviceBytes, mr.MemReservedBytes)
 			}
 		}
 	}
 	if mem == 0 && solo != nil {
 		if s, ok := solo(m); ok && s.A != nil {
-			mem = s.A.MemReservedBytes
+			mem = max(s.A.MemDeviceBytes, s.A.MemReservedBytes)
 		}
 	}
 	return mem
 }
 
-// summarize fills the cell-level sides, ξ, notes and environment from the runs.
-func summarize(c *Campaign, res *Result, solo func(Member) (Result, bool)) {
+// sides fills the cell-level sides and ξ from the runs.
+func sides(c *Campaign, res *Result, solo func(Member) (Result, bool)) {
 	cell := res.Cell
 	res.A = side(c, res, "A", cell.A)
+	res.B = nil
 	if cell.B != nil {
 		res.B = side(c, res, "B", *cell.B)
 		if cell.SameConfig() && res.B.SoloMs == nil && res.A.SoloMs != nil {
-			res.B.SoloMs, res.B.SoloDist, res.B.MemReservedBytes = res.A.SoloMs, res.A.SoloDist, res.A.MemReservedBytes
+			res.B.SoloMs, res.B.SoloDist = res.A.SoloMs, res.A.SoloDist
+			res.B.MemReservedBytes, res.B.MemDeviceBytes = res.A.MemReservedBytes, res.A.MemDeviceBytes
 		}
 	}
 	for _, s := range []*Side{res.A, res.B} {
@@ -293,16 +396,25 @@ func summarize(c *Campaign, res *Result, solo func(Member) (Result, bool)) {
 			s.Xi = XiEstimate(s.PairMs, soloMs, SeedFor(cell.ID, "xi-"+role))
 		}
 	}
+	res.PairThroughput = 0
 	if res.A != nil && res.B != nil && res.A.Xi != nil && res.B.Xi != nil && res.A.Xi.Median > 0 && res.B.Xi.Median > 0 {
 		res.PairThroughput = 1/res.A.Xi.Median + 1/res.B.Xi.Median
 	}
-	short := 0
+}
+
+// summarize fills the sides, ξ, mode, notes and environment from the runs.
+func summarize(c *Campaign, res *Result, solo func(Member) (Result, bool)) {
+	sides(c, res, solo)
+	short, pairRuns, mpsRuns := 0, 0, 0
 	for _, r := range res.Runs {
 		if r.ShortWindow {
 			short++
 		}
-		if r.MPSObserved {
-			res.Mode = "mps-observed"
+		if r.Kind == KindPair && r.Status == StatusOK {
+			pairRuns++
+			if r.MPSObserved {
+				mpsRuns++
+			}
 		}
 		for _, mr := range r.Members {
 			if mr.start != nil {
@@ -310,11 +422,22 @@ func summarize(c *Campaign, res *Result, solo func(Member) (Result, bool)) {
 			}
 		}
 	}
+	switch {
+	case res.Mode == string(profile.Timeslice) && mpsRuns > 0:
+		res.Mode = ModeMPSObserved
+	case res.Mode == string(profile.MPS) && pairRuns > 0 && mpsRuns < pairRuns:
+		res.Mode = ModeMPSUnconfirmed
+		res.Notes = append(res.Notes, fmt.Sprintf("MPS seen by telemetry in %d of %d pair runs (telemetry %s): the mode is not confirmed", mpsRuns, pairRuns, firstNonEmpty(res.Env.Telemetry, "none")))
+	}
 	if res.Status != StatusOK {
+		slices.Sort(res.Notes)
 		return
 	}
-	if c.Repeats < 5 {
-		res.Notes = append(res.Notes, fmt.Sprintf("R=%d < 5 repeats: the CI is coarse", c.Repeats))
+	switch n := res.Repeats; {
+	case n == 1:
+		res.Notes = append(res.Notes, "R=1 repeat: no confidence interval")
+	case n < BootstrapMinRepeats:
+		res.Notes = append(res.Notes, fmt.Sprintf("R=%d repeats: 95%% CIs are Student-t intervals of the mean (a bootstrap from %d repeats)", n, BootstrapMinRepeats))
 	}
 	if short > 0 {
 		res.Notes = append(res.Notes, fmt.Sprintf("%d run(s) with a short window", short))
@@ -323,9 +446,12 @@ func summarize(c *Campaign, res *Result, solo func(Member) (Result, bool)) {
 		if s == nil {
 			continue
 		}
-		for name, e := range map[string]*Estimate{"solo step time": s.SoloMs, "ξ": s.Xi} {
-			if e != nil && e.N > 1 && e.Median > 0 && (e.CI[1]-e.CI[0]) > 0.05*e.Median {
-				res.Notes = append(res.Notes, fmt.Sprintf("%s of %s: 95%% CI wider than 5%% of the median", name, s.Member))
+		for _, x := range []struct {
+			name string
+			e    *Estimate
+		}{{"solo step time", s.SoloMs}, {"ξ", s.Xi}} {
+			if e := x.e; e != nil && e.N > 1 && e.Median > 0 && e.HalfWidth() > c.CITarget {
+				res.Notes = append(res.Notes, fmt.Sprintf("%s of %s: 95%% CI half-width %.1f%% > target %.1f%% after %d repeats", x.name, s.Member, 100*e.HalfWidth(), 100*c.CITarget, e.N))
 			}
 		}
 	}
@@ -356,6 +482,7 @@ func side(c *Campaign, res *Result, role string, m Member) *Side {
 				if mr.MemReservedBytes > s.MemReservedBytes {
 					s.MemReservedBytes, s.MemSource = mr.MemReservedBytes, mr.MemSource
 				}
+				s.MemDeviceBytes = max(s.MemDeviceBytes, mr.MemDeviceBytes)
 				s.SamplesPerS = mr.SamplesPerS
 			} else {
 				pairVals = append(pairVals, mr.StepMs.Median)
@@ -381,9 +508,9 @@ func side(c *Campaign, res *Result, role string, m Member) *Side {
 
 // XiEstimate computes ξ from per-repeat pair and solo medians: ξ_r = pair_r / solo_r for
 // each repeat both have (or pair_r / median solo when the repeat counts differ), then the
-// median and a bootstrap CI seeded with seed.
+// median and a 95% CI seeded with seed.
 func XiEstimate(pair, solo *Estimate, seed uint64) *Estimate {
-	if pair == nil || solo == nil || len(pair.Values) == 0 || solo.Median <= 0 {
+	if pair == nil || solo == nil || len(pair.Values) == 0 || !(solo.Median > 0) {
 		return nil
 	}
 	xs := make([]float64, len(pair.Values))
@@ -393,6 +520,9 @@ func XiEstimate(pair, solo *Estimate, seed uint64) *Estimate {
 			d = solo.Values[r]
 		}
 		xs[r] = p / d
+		if math.IsNaN(xs[r]) || math.IsInf(xs[r], 0) {
+			return nil
+		}
 	}
 	e := Estimate95(xs, seed)
 	return &e
@@ -406,10 +536,14 @@ func mergeStart(e *Env, s *Event) {
 	}{
 		{&e.Device, s.Device}, {&e.WorkloadGPU, s.GPU}, {&e.Torch, s.Torch}, {&e.Torchvision, s.Torchvision},
 		{&e.Transformers, s.Transformers}, {&e.CUDA, s.CUDA}, {&e.CuDNN, s.CuDNN}, {&e.Python, s.Python},
+		{&e.Timing, s.Timing},
 	} {
 		if *f.dst == "" {
 			*f.dst = f.v
 		}
+	}
+	if e.Precision == nil && s.Precision != nil {
+		e.Precision = s.Precision
 	}
 }
 

@@ -9,10 +9,12 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/sharebench/sharebench/engine"
 )
 
 // ContainerBackend runs each workload process in its own container through the docker or
-// podman CLI (RUNNER.md §7.2): "run --rm --init -i --name N --ipc=host --network=none",
+// podman CLI: "run --rm --init -i --name N --ipc=host --network=none",
 // GPUs by --gpus '"device=N"' (docker) or CDI --device nvidia.com/gpu=N (podman), the
 // workloads directory mounted read-only. The argv is built as a []string and never passes
 // through a shell; names are checked against a safe charset as well. A pair is two
@@ -70,7 +72,7 @@ func (b *ContainerBackend) Argv(s Spec) ([]string, error) {
 	}
 	argv := []string{b.binary(), "run", "--rm", "--init", "-i", "--name", s.Name, "--ipc=host", "--network=none"}
 	if b.Runtime != "" {
-		if !SafeName(b.Runtime) {
+		if !engine.SafeName(b.Runtime) {
 			return nil, fmt.Errorf("runner: container runtime %q", b.Runtime)
 		}
 		argv = append(argv, "--runtime", b.Runtime)

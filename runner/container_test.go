@@ -18,6 +18,7 @@ const containerCampaign = `
 name: ctr
 backend: container
 repeats: 1
+max_repeats: 1
 models: [{name: resnet50, batches: [64], sub_batches: [32]}]
 workload: {threads: 4, mem_fraction: 0.3, env: {PYTORCH_CUDA_ALLOC_CONF: "expandable_segments:True"}}
 container: {image: "nvcr.io/nvidia/pytorch:25.01-py3", workloads_dir: /srv/sharebench/workloads}
@@ -46,8 +47,8 @@ func TestContainerArgvGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			cell := c.Cells()[1]
-			rc := &runCtx{c: c, cell: cell, gpus: c.GPUs}
-			k := &child{role: "B", m: *cell.B, runID: cell.ID[:8] + "-r0-pair-B"}
+			rc := &runCtx{c: c, cell: cell, gpus: c.GPUs, token: "ctest"}
+			k := &child{role: "B", plan: "r0-pair", m: *cell.B, runID: cell.ID[:8] + "-r0-pair-B"}
 			s := rc.spec(k, "/tmp/run")
 			s.Name = "sb-" + k.runID + "-000000" // the random suffix, fixed
 			argv, err := NewContainerBackend(c.Container).Argv(s)
@@ -125,6 +126,7 @@ func TestContainerControlFlow(t *testing.T) {
 name: ctr-flow
 backend: container
 repeats: 1
+max_repeats: 1
 models: [{name: ok, batches: [8]}, {name: crashy, batches: [8], args: [--inject, crash@2]}, {name: hangy, batches: [8], args: [--inject, hang@warmup]}]
 pairs: [[ok, ok]]
 warmup: {steps: 1, seconds: 0}
@@ -199,7 +201,7 @@ func containsStr(xs []string, s string) bool {
 }
 
 // TestPodman runs the container backend against the real podman engine with an image holding
-// only a static fake-workload binary (RUNNER.md §10.4). It skips where podman cannot run
+// only a static fake-workload binary. It skips where podman cannot run
 // containers.
 func TestPodman(t *testing.T) {
 	if testing.Short() {
@@ -233,6 +235,7 @@ func TestPodman(t *testing.T) {
 name: podman
 backend: container
 repeats: 1
+max_repeats: 1
 models: [{name: ok, batches: [8]}, {name: oomy, batches: [8], args: [--inject, oom@warmup]}]
 pairs: [[ok, ok]]
 warmup: {steps: 1, seconds: 0}

@@ -8,19 +8,13 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
-	"strings"
 	"time"
 
+	"github.com/sharebench/sharebench/engine"
+	"github.com/sharebench/sharebench/internal/fsutil"
 	"github.com/sharebench/sharebench/runner/gpu"
-)
-
-// Scale-out engines: what "profile run --backend" accepts besides the process backends.
-const (
-	EngineSlurm      = "slurm"
-	EngineKubernetes = "kubernetes"
 )
 
 // DispatchFile is the dispatcher's record in a campaign directory: which cells were handed to
@@ -96,14 +90,7 @@ type TaskStatus struct {
 }
 
 // Active reports whether the task is queued or running (not ended).
-func (t TaskStatus) Active() bool {
-	switch strings.ToUpper(t.State) {
-	case "", "SUBMITTED", "PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", "REQUEUED", "RESIZING",
-		"SIGNALING", "STAGE_OUT", "STOPPED", "REQUEUE_HOLD", "REQUEUE_FED", "SPECIAL_EXIT":
-		return true
-	}
-	return false
-}
+func (t TaskStatus) Active() bool { return engine.ActiveState(t.State) }
 
 // DispatchOptions configures Dispatch.
 type DispatchOptions struct {
@@ -149,12 +136,12 @@ func Dispatch(ctx context.Context, c *Campaign, opt DispatchOptions) (Summary, e
 		return sum, err
 	}
 	defer journal.Close()
-	records, skipped, err := ReadJournal(journal.Path())
+	records, problems, err := ReadJournal(journal.Path())
 	if err != nil {
 		return sum, err
 	}
-	if skipped > 0 {
-		log.Warn("journal lines skipped (cut short or foreign)", "journal", journal.Path(), "lines", skipped)
+	for _, p := range problems {
+		log.Warn("journal record ignored; its cell runs again", "journal", journal.Path(), "problem", p)
 	}
 	started := time.Now().UTC()
 	j := &dispatchJournal{j: journal, latest: Latest(records), attempts: map[string]int{}, seen: map[string]bool{}}
@@ -318,7 +305,7 @@ func (t *dispatchTracker) flush() {
 	t.state.Updated = time.Now().UTC()
 	b, err := marshalIndent(t.state)
 	if err == nil {
-		err = WriteFileAtomic(t.path, b)
+		err = fsutil.WriteFileAtomic(t.path, b)
 	}
 	if err != nil {
 		t.log.Warn("cannot write the dispatch record", "path", t.path, "err", err)
@@ -355,7 +342,7 @@ func failedResult(c *Campaign, cell Cell, reason, tail string) Result {
 	now := time.Now().UTC()
 	return Result{
 		Record: RecordCell, Version: ResultVersion, Campaign: c.Name, Cell: cell, Status: StatusFailed,
-		Reason: reason, StderrTail: tail, Mode: c.Mode, Backend: c.Backend, Attempt: 1, Started: now, Finished: now,
+		Reason: reason, StderrTail: tail, Mode: cellMode(cell), Backend: c.Backend, Attempt: 1, Started: now, Finished: now,
 	}
 }
 
@@ -391,59 +378,4 @@ func findResult(data []byte, cellID string) (Result, bool) {
 		}
 	}
 	return Result{}, false
-}
-
-// ShellQuote quotes s for a POSIX shell: single quotes, with embedded single quotes closed,
-// escaped and reopened. Everything that reaches a generated script goes through it.
-func ShellQuote(s string) string {
-	if s != "" && strings.IndexFunc(s, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:,+@%", r))
-	}) < 0 {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
-// tool runs an engine command and returns its standard output. Errors name the engine and the
-// command and carry its standard error: "runner: slurm: sbatch: exit status 1: sbatch: error: …".
-func tool(ctx context.Context, engine, name string, args []string, stdin []byte) ([]byte, error) {
-	cmd := exec.CommandContext(ctx, name, args...)
-	if stdin != nil {
-		cmd.Stdin = bytes.NewReader(stdin)
-	}
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	cmd.WaitDelay = 5 * time.Second
-	if err := cmd.Run(); err != nil {
-		msg := strings.TrimSpace(errb.String())
-		if len(msg) > 2000 {
-			msg = msg[len(msg)-2000:]
-		}
-		if msg != "" {
-			return out.Bytes(), fmt.Errorf("runner: %s: %s: %w: %s", engine, filepath.Base(name), err, msg)
-		}
-		return out.Bytes(), fmt.Errorf("runner: %s: %s: %w", engine, filepath.Base(name), err)
-	}
-	return out.Bytes(), nil
-}
-
-// tailLines returns the last n lines of b.
-func tailLines(b []byte, n int) string {
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
-}
-
-// sleepCtx waits d or until ctx is done.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

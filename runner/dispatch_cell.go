@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 
 	"github.com/sharebench/sharebench/runner/gpu"
@@ -21,8 +22,8 @@ type TaskOptions struct {
 	// SoloJournal, when set, is read for the solo results and attempts instead of OutDir's
 	// journal (Kubernetes pods get them through their ConfigMap).
 	SoloJournal string
-	// GPUs pins the cell (empty: the campaign's first GPU). Cluster tasks pass the devices
-	// the engine granted them.
+	// GPUs pins the cell (empty: the campaign's first GPUs, as positions in an inherited
+	// CUDA_VISIBLE_DEVICES). Cluster tasks pass the devices the engine granted them.
 	GPUs []string
 	// Sampler records telemetry (nil: none).
 	Sampler gpu.Sampler
@@ -74,16 +75,23 @@ func RunTask(ctx context.Context, c *Campaign, index int, b Backend, opt TaskOpt
 	}
 	devs, env := probeHost(ctx, sampler, opt.ProcRoot, log)
 	gpus := opt.GPUs
-	if len(gpus) == 0 {
-		gpus = c.GPUs[:1]
+	if len(gpus) == 0 && c.Workload.Device != "cpu" {
+		n := min(cell.GPUs(), len(c.GPUs))
+		if gpus, err = ResolveGPUs(c.GPUs[:n], os.Getenv("CUDA_VISIBLE_DEVICES")); err != nil {
+			return Result{}, fmt.Errorf("runner: cell %s: %w", cell.Label, err)
+		}
 	}
 	var gpuMem int64
 	var idx []int
 	if len(devs) > 0 {
 		d := devs[0]
-		if i := deviceFor(devs, gpus[0]); i >= 0 {
-			d = devs[i]
-			idx = []int{d.Index}
+		for k, g := range gpus {
+			if i := deviceFor(devs, g); i >= 0 {
+				if k == 0 {
+					d = devs[i]
+				}
+				idx = append(idx, devs[i].Index)
+			}
 		}
 		env.GPU, env.GPUUUID, env.GPUMemBytes, env.Driver, env.CUDADriver = d.Name, d.UUID, d.MemTotalBytes, d.Driver, d.CUDA
 		gpuMem = d.MemTotalBytes

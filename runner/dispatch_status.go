@@ -47,6 +47,7 @@ type StatusCounts struct {
 	Infeasible          int `json:"infeasible"`
 	InfeasiblePredicted int `json:"infeasible_predicted"`
 	Failed              int `json:"failed"`
+	Unavailable         int `json:"unavailable,omitempty"`
 	Running             int `json:"running"`
 	Queued              int `json:"queued"`
 	Started             int `json:"started"`
@@ -64,7 +65,7 @@ type CampaignStatusReport struct {
 	Jobs          []string   `json:"jobs,omitempty"`
 	EngineActive  bool       `json:"engine_active,omitempty"`
 	EngineUpdated *time.Time `json:"engine_updated,omitempty"`
-	// SkippedLines counts journal lines that did not decode.
+	// SkippedLines counts journal lines left out: cut short, or records that fail validation.
 	SkippedLines int         `json:"skipped_lines,omitempty"`
 	Cells        []CellState `json:"cells"`
 }
@@ -79,11 +80,11 @@ func CampaignStatus(dir string, c *Campaign) (CampaignStatusReport, error) {
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 		return rep, fmt.Errorf("runner: status: %s is not a campaign directory", dir)
 	}
-	records, skipped, err := ReadJournal(filepath.Join(dir, JournalFile))
+	records, problems, err := ReadJournal(filepath.Join(dir, JournalFile))
 	if err != nil {
 		return rep, err
 	}
-	rep.SkippedLines = skipped
+	rep.SkippedLines = len(problems)
 	ds, err := ReadDispatchState(dir)
 	if err != nil {
 		return rep, err
@@ -160,6 +161,8 @@ func CampaignStatus(dir string, c *Campaign) (CampaignStatusReport, error) {
 			rep.Counts.InfeasiblePredicted++
 		case string(StatusFailed):
 			rep.Counts.Failed++
+		case string(StatusUnavailable):
+			rep.Counts.Unavailable++
 		case CellRunning:
 			rep.Counts.Running++
 		case CellQueued:

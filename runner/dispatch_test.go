@@ -90,9 +90,23 @@ func (s *scriptedDispatcher) Dispatch(_ context.Context, w Work, sink func(Resul
 	return nil
 }
 
+// scriptedResult is a record of cell with status; ok records carry the step times a valid
+// record has (10 ms alone, 15 ms in a pair).
 func scriptedResult(c *Campaign, cell Cell, status Status, at int64) Result {
-	return Result{Record: RecordCell, Version: ResultVersion, Campaign: c.Name, Cell: cell, Status: status, Mode: c.Mode,
-		Backend: c.Backend, Started: time.Unix(at, 0).UTC(), Finished: time.Unix(at+1, 0).UTC()}
+	r := Result{Record: RecordCell, Version: ResultVersion, Campaign: c.Name, Cell: cell, Status: status, Mode: cellMode(cell),
+		Backend: c.Backend, Started: time.Unix(at, 0).UTC(), Finished: time.Unix(at+1, 0).UTC(), Repeats: 1}
+	if status != StatusOK {
+		return r
+	}
+	est := func(ms float64) *Estimate {
+		return &Estimate{Median: ms, CI: [2]float64{ms, ms}, Method: CINone, N: 1, Values: []float64{ms}}
+	}
+	r.A = &Side{Member: cell.A, SoloMs: est(10)}
+	if cell.B != nil {
+		r.A = &Side{Member: cell.A, PairMs: est(15)}
+		r.B = &Side{Member: *cell.B, PairMs: est(15)}
+	}
+	return r
 }
 
 // TestDispatchJournal checks the journal rules Dispatch shares with Run: done cells are not
@@ -285,6 +299,7 @@ func TestProfileCellCLI(t *testing.T) {
 	y := `name: cellcli
 backend: fake
 repeats: 1
+max_repeats: 1
 warmup: {steps: 1, seconds: 0}
 window: {min_steps: 3, min_seconds: 0, floor_steps: 2, trim: 0, max_seconds: 10}
 telemetry: none

@@ -1,14 +1,17 @@
 // Package runner measures deep-learning workloads on real GPUs, alone and co-located, and
-// turns the measurements into a profile.Table (RUNNER.md).
+// turns the measurements into a profile.Table (docs/runner.md).
 //
 // Vocabulary: a Campaign (YAML) expands into Cells, the unit of work: one configuration
-// measured alone, or two together, R repeats each. A repeat is a solo-A, solo-B and pair run
-// in ABBA order, every run in fresh processes started by a Backend (Local, ContainerBackend
-// for docker or podman, Fake). Children speak protocol v1 (JSON lines, Parser) and are
-// released together by a ready/go barrier; only steps inside the overlap window count.
-// Per-cell failures (OOM, crash, hang, malformed stream) are Results, never errors; errors are
-// for cancellation and infrastructure. The package never imports policy or sim, and it never
-// changes GPU settings.
+// (model, batch, sub-batch, GPU count) measured alone, or two together under a sharing mode,
+// from repeats to max_repeats repeats each (until the CI is tight). A repeat is a solo-A,
+// solo-B and pair run in ABBA order, every run in fresh processes started by a Backend (Local,
+// ContainerBackend for docker or podman, Fake). Children speak protocol v1 (JSON lines,
+// Parser) and are released together by a ready/go barrier; only steps inside the overlap
+// window count. Per-cell failures (OOM, crash, hang, malformed stream, unwritable raw files)
+// are Results, never errors; errors are for cancellation and infrastructure. The Slurm and
+// Kubernetes dispatchers (Slurm, Kube) run cells as cluster tasks through package engine. The
+// package never imports policy or sim, and it changes no GPU setting (an MPS daemon it starts
+// is its own, with private directories).
 //
 // # Journal
 //
@@ -26,9 +29,12 @@
 //     is measured (not paths, timeouts, GPUs or telemetry), so it is stable across reruns
 //     and machines. A cell whose latest record has status ok, infeasible or
 //     infeasible_predicted is done and skipped on rerun; failed cells rerun with
-//     --retry-failed. Later records of a cell supersede earlier ones (Latest).
-//   - Readers skip lines that do not decode (a crash mid-write leaves at most one) and
-//     records whose "record" is not "cell", so new record kinds can be added.
+//     --retry-failed, unavailable ones always. Later records of a cell supersede earlier ones
+//     (Latest).
+//   - Readers skip records whose "record" is not "cell", so new record kinds can be added,
+//     and report lines that do not decode (a crash mid-write leaves at most one) and cell
+//     records that fail validation (unknown status; ok without positive, finite step times
+//     and ξ): those cells run again. The journal is never opened through a symbolic link.
 //   - Dispatchers (Slurm, Kubernetes) run RunCell(ctx, campaign, index, backend, opts) per
 //     task, or "sharebench profile cell --index i", which prints the same Result as one JSON
 //     line; appending those lines to the journal is all a dispatcher has to do.

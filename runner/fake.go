@@ -12,6 +12,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"slices"
@@ -28,6 +29,8 @@ import (
 const (
 	EnvFakeConfig = "SHAREBENCH_FAKE_CONFIG" // FakeConfig as JSON
 	EnvFakeDir    = "SHAREBENCH_FAKE_DIR"    // the run's shared directory: the fake "GPU"
+	// EnvFakePIDFile receives the PID of the grandchild --inject escape starts.
+	EnvFakePIDFile = "SHAREBENCH_FAKE_PIDFILE"
 )
 
 // FakeConfig parameterises the fake workload. Zero values take the documented defaults.
@@ -52,9 +55,9 @@ type FakeConfig struct {
 	// co-located total above it reports oom in warm-up and exits 3 (0: unlimited).
 	GPUMemBytes int64 `yaml:"gpu_mem_bytes,omitempty" json:"gpu_mem_bytes,omitempty"`
 	// LaunchLog, when set, is a file each fake appends lines to: "<run-id> <model> start
-	// <monotonic ns> <CUDA_VISIBLE_DEVICES>" when it starts and "<run-id> <model> ready
-	// <monotonic ns>" when it is ready (tests check the launch order and the sequential
-	// warm-up with it).
+	// <monotonic ns> <CUDA_VISIBLE_DEVICES> <CUDA_MPS_PIPE_DIRECTORY>" ("-" when unset) when it starts and the
+	// same with "ready" when it is ready (tests check the launch order, the sequential warm-up
+	// and the environment with it).
 	LaunchLog string `yaml:"launch_log,omitempty" json:"launch_log,omitempty"`
 }
 
@@ -118,7 +121,7 @@ func cmpOr(xs ...float64) float64 {
 	return 0
 }
 
-// Fake runs the fake workload (protocol v1 from Go, RUNNER.md §7.3) as a child process
+// Fake runs the fake workload (protocol v1 from Go) as a child process
 // through Local, so orchestration tests exercise real processes and pipes without torch.
 type Fake struct {
 	// Command starts the fake workload; default [this executable, "internal", "fake-workload"].
@@ -201,6 +204,8 @@ func FakeWorkload(args []string, stdin io.Reader, stdout, stderr io.Writer, gete
 		maxSteps    = fs.Int("max-steps", 0, "step cap (0: none)")
 		amp         = fs.String("amp", "off", "reported only")
 		tf32        = fs.Bool("tf32", false, "reported only")
+		precision   = fs.String("precision", "default", "reported only")
+		gpus        = fs.Int("gpus", 1, "reported only (the fake job is one process)")
 		threads     = fs.Int("threads", 2, "reported only")
 		seed        = fs.Int64("seed", 1, "seed of the step-time jitter")
 		runID       = fs.String("run-id", "", "run id")
@@ -211,6 +216,8 @@ func FakeWorkload(args []string, stdin io.Reader, stdout, stderr io.Writer, gete
 	fs.Bool("tiny", false, "ignored")
 	fs.Bool("dry-run", false, "ignored (the fake never imports torch)")
 	fs.Float64("mem-fraction", 0, "ignored")
+	fs.Int("play-steps", 0, "ignored")
+	fs.Int("rollout-length", 0, "ignored")
 	if err := fs.Parse(args); err != nil {
 		return ExitUsage
 	}
@@ -240,12 +247,13 @@ func FakeWorkload(args []string, stdin io.Reader, stdout, stderr io.Writer, gete
 	}
 	launch := func(what string) {
 		if cfg.LaunchLog != "" {
-			appendLine(cfg.LaunchLog, fmt.Sprintf("%s %s %s %d %s", *runID, *model, what, gpu.MonotonicNs(), getenv("CUDA_VISIBLE_DEVICES")))
+			appendLine(cfg.LaunchLog, fmt.Sprintf("%s %s %s %d %s %s", *runID, *model, what, gpu.MonotonicNs(), orDash(getenv("CUDA_VISIBLE_DEVICES")), orDash(getenv("CUDA_MPS_PIPE_DIRECTORY"))))
 		}
 	}
 	launch("start")
 	w.emit(Event{Event: EventStart, Run: *runID, Model: *model, Impl: "fake", Batch: *batch, SubBatch: sub,
-		Accum: *batch / sub, SeqLen: *seqLen, ImageSize: *imageSize, AMP: *amp, TF32: *tf32,
+		Accum: *batch / sub, GPUs: *gpus, SeqLen: *seqLen, ImageSize: *imageSize, AMP: *amp, TF32: *tf32 || *precision == "tf32",
+		Precision: map[string]any{"mode": *precision}, Timing: "wall", CUDAVisible: getenv("CUDA_VISIBLE_DEVICES"),
 		Device: map[bool]string{true: "cpu", false: "cuda:0"}[*device == "cpu"], GPU: "Fake GPU", Torch: "fake",
 		PID: w.pid, Threads: *threads, Seed: *seed})
 	cmds := newCommandReader(stdin)
@@ -254,6 +262,12 @@ func FakeWorkload(args []string, stdin io.Reader, stdout, stderr io.Writer, gete
 	}
 	if inj.kind == "hang" && inj.phase == "warmup" {
 		hangForever(stderr)
+	}
+	if inj.kind == "escape" {
+		if err := escape(getenv(EnvFakePIDFile)); err != nil {
+			fmt.Fprintln(stderr, "fake-workload: --inject escape:", err)
+			return 1
+		}
 	}
 	mem := cfg.memBytes(*model, *batch, sub)
 	start := time.Now()
@@ -272,7 +286,7 @@ func FakeWorkload(args []string, stdin io.Reader, stdout, stderr io.Writer, gete
 	launch("ready")
 	w.emit(Event{Event: EventReady, WarmupSteps: steps, WarmupS: time.Since(start).Seconds(),
 		MemAllocPeak: mem * 4 / 5, MemReservedPeak: mem, MemSource: "fake"})
-	if inj.kind == "hang" && inj.phase == "" {
+	if inj.kind == "hang" && inj.phase == "" || inj.kind == "escape" && inj.phase == "hang" {
 		hangForever(stderr)
 	}
 	cmds.waitGo()
@@ -305,6 +319,13 @@ func FakeWorkload(args []string, stdin io.Reader, stdout, stderr io.Writer, gete
 	return ExitOK
 }
 
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
 // injection is a parsed --inject value.
 type injection struct {
 	kind, phase string
@@ -315,8 +336,8 @@ func parseInject(s string) (injection, error) {
 	if s == "" {
 		return injection{}, nil
 	}
-	if s == "hang" {
-		return injection{kind: "hang"}, nil
+	if s == "hang" || s == "escape" {
+		return injection{kind: s}, nil
 	}
 	kind, arg, _ := strings.Cut(s, "@")
 	switch kind {
@@ -328,12 +349,30 @@ func parseInject(s string) (injection, error) {
 		if arg == "warmup" {
 			return injection{kind: kind, phase: arg}, nil
 		}
+	case "escape":
+		if arg == "hang" {
+			return injection{kind: kind, phase: arg}, nil
+		}
 	case "crash", "garbage":
 		if n, err := strconv.Atoi(arg); err == nil && n >= 0 {
 			return injection{kind: kind, step: n}, nil
 		}
 	}
-	return injection{}, fmt.Errorf("--inject %q: want oom@build|oom@warmup|oom@measure|crash@N|garbage@N|hang|hang@warmup", s)
+	return injection{}, fmt.Errorf("--inject %q: want oom@build|oom@warmup|oom@measure|crash@N|garbage@N|hang|hang@warmup|escape|escape@hang", s)
+}
+
+// escape starts a grandchild that leaves the process group (setsid) and sleeps, as a
+// workload's helper that daemonises would, and writes its PID to pidFile (when set).
+func escape(pidFile string) error {
+	cmd := exec.Command("sleep", "600")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	if pidFile != "" {
+		return os.WriteFile(pidFile, []byte(strconv.Itoa(cmd.Process.Pid)), 0o644)
+	}
+	return nil
 }
 
 // hangForever stops responding until SIGKILL: SIGTERM is ignored, stdin is not read.

@@ -7,9 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"sync"
+
+	"github.com/sharebench/sharebench/internal/fsutil"
 )
 
 // JournalFile is the journal's name inside a campaign's output directory.
@@ -25,15 +28,17 @@ type Journal struct {
 	path string
 }
 
-// OpenJournal opens (creating if needed) the journal at path for appending. A last line cut
-// short by a crash is terminated, so new records always start on a fresh line.
+// OpenJournal opens (creating if needed) the journal at path for appending. It refuses a
+// symbolic link or anything but a regular file there (O_NOFOLLOW: records must not land in a
+// file elsewhere). A last line cut short by a crash is terminated, so new records always start
+// on a fresh line.
 func OpenJournal(path string) (*Journal, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("runner: journal: %w", err)
 	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o644)
+	f, err := openNoFollow(path, os.O_RDWR|os.O_APPEND|os.O_CREATE)
 	if err != nil {
-		return nil, fmt.Errorf("runner: journal: %w", err)
+		return nil, err
 	}
 	j := &Journal{f: f, path: path}
 	unlock := lockFile(f)
@@ -56,9 +61,31 @@ func OpenJournal(path string) (*Journal, error) {
 			}
 		}
 	} else {
-		syncDir(filepath.Dir(path))
+		fsutil.SyncDir(filepath.Dir(path))
 	}
 	return j, nil
+}
+
+// openNoFollow opens path without following a symbolic link and checks that it is a regular
+// file.
+func openNoFollow(path string, flag int) (*os.File, error) {
+	f, err := os.OpenFile(path, flag|noFollow, 0o644)
+	if err != nil {
+		if isSymlink(path) {
+			return nil, fmt.Errorf("runner: journal %s is a symbolic link; refusing to follow it (replace it with the file)", path)
+		}
+		return nil, fmt.Errorf("runner: journal: %w", err)
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("runner: journal %s is not a regular file", path)
+	}
+	return f, nil
+}
+
+func isSymlink(path string) bool {
+	fi, err := os.Lstat(path)
+	return err == nil && fi.Mode()&os.ModeSymlink != 0
 }
 
 // Path returns the journal's file name.
@@ -98,42 +125,93 @@ func MarshalResult(r Result) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// ReadJournal reads the records of a journal. Lines that do not decode (a record cut short
-// by a crash) and records of other kinds are skipped and counted in skipped. A missing file
-// is an empty journal.
-func ReadJournal(path string) (records []Result, skipped int, err error) {
-	f, err := os.Open(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, 0, nil
-	}
+// ReadJournal reads the records of a journal (not following a symbolic link). Lines that do
+// not decode (a record cut short by a crash), records of other kinds and records that fail
+// validation are left out; problems says which and why ("line 7: …"), so that the caller can
+// warn: their cells run again. A missing file is an empty journal.
+func ReadJournal(path string) (records []Result, problems []string, err error) {
+	f, err := openNoFollow(path, os.O_RDONLY)
 	if err != nil {
-		return nil, 0, fmt.Errorf("runner: journal: %w", err)
+		if _, serr := os.Lstat(path); errors.Is(serr, os.ErrNotExist) {
+			return nil, nil, nil
+		}
+		return nil, nil, err
 	}
 	defer f.Close()
 	return DecodeResults(f)
 }
 
 // DecodeResults reads Result lines from r (a journal, or the output of Slurm or Kubernetes
-// tasks), skipping lines that are not cell records.
-func DecodeResults(r io.Reader) (records []Result, skipped int, err error) {
+// tasks). Lines that are not cell records are skipped silently when they are JSON records
+// of another kind, and reported in problems otherwise; so are cell records that fail
+// validateResult.
+func DecodeResults(r io.Reader) (records []Result, problems []string, err error) {
 	br := bufio.NewReader(r)
-	for {
+	for n := 1; ; n++ {
 		line, rerr := br.ReadBytes('\n')
 		if t := bytes.TrimSpace(line); len(t) > 0 {
 			var rec Result
-			if json.Unmarshal(t, &rec) == nil && rec.Record == RecordCell && rec.Cell.ID != "" {
-				records = append(records, rec)
-			} else {
-				skipped++
+			switch err := json.Unmarshal(t, &rec); {
+			case err != nil:
+				problems = append(problems, fmt.Sprintf("line %d: not a JSON record (cut short?): %v", n, err))
+			case rec.Record != RecordCell:
+				// another record kind (a task record of a cluster engine): not ours to read
+			default:
+				if verr := validateResult(rec); verr != nil {
+					problems = append(problems, fmt.Sprintf("line %d: cell %s: %v", n, firstNonEmpty(rec.Cell.Label, rec.Cell.ID), verr))
+				} else {
+					records = append(records, rec)
+				}
 			}
 		}
 		if errors.Is(rerr, io.EOF) {
-			return records, skipped, nil
+			return records, problems, nil
 		}
 		if rerr != nil {
-			return records, skipped, fmt.Errorf("runner: journal: %w", rerr)
+			return records, problems, fmt.Errorf("runner: journal: %w", rerr)
 		}
 	}
+}
+
+// validateResult checks what later steps rely on: a cell ID, a known status and, for ok
+// records, positive finite step times and slowdowns for the sides the cell kind has. One bad
+// record would otherwise poison every later profile.
+func validateResult(r Result) error {
+	if r.Cell.ID == "" {
+		return errors.New("no cell id")
+	}
+	if !r.Status.known() {
+		return fmt.Errorf("unknown status %q", r.Status)
+	}
+	if r.Status != StatusOK {
+		return nil
+	}
+	if r.A == nil || (r.Cell.Kind == KindPair) != (r.B != nil) {
+		return fmt.Errorf("ok, but the sides do not match a %s cell", r.Cell.Kind)
+	}
+	for _, s := range []*Side{r.A, r.B} {
+		if s == nil {
+			continue
+		}
+		for name, e := range map[string]*Estimate{"solo_ms": s.SoloMs, "pair_ms": s.PairMs, "xi": s.Xi} {
+			if e == nil {
+				continue
+			}
+			if !(e.Median > 0) || math.IsInf(e.Median, 0) || !finite(e.CI[0], e.CI[1]) {
+				return fmt.Errorf("ok with %s %s median %v (CI %v): not a measurement", s.Member, name, e.Median, e.CI)
+			}
+		}
+		if s.MemReservedBytes < 0 || s.MemDeviceBytes < 0 {
+			return fmt.Errorf("ok with negative memory for %s", s.Member)
+		}
+	}
+	if r.Cell.Kind == KindSolo && r.A.SoloMs == nil {
+		return errors.New("ok solo cell without a solo step time")
+	}
+	if r.Cell.Kind == KindPair && r.A.PairMs == nil {
+		return errors.New("ok pair cell without pair step times")
+	}
+	return nil
 }
 
 // Latest returns the last record of each cell ID: later attempts supersede earlier ones.
@@ -143,41 +221,4 @@ func Latest(records []Result) map[string]Result {
 		out[r.Cell.ID] = r
 	}
 	return out
-}
-
-// syncDir fsyncs a directory so a newly created file's entry survives a crash.
-func syncDir(dir string) {
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
-	}
-}
-
-// WriteFileAtomic writes data to path through a temporary file in the same directory, an
-// fsync and a rename: readers see the old or the new file, never a partial one.
-func WriteFileAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("runner: %w", err)
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp, 0o644)
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("runner: writing %s: %w", path, err)
-	}
-	syncDir(filepath.Dir(path))
-	return nil
 }

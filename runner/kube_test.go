@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/sharebench/sharebench/engine"
 	"github.com/sharebench/sharebench/internal/golden"
 )
 
@@ -25,6 +26,7 @@ const kubeGoldenCampaign = `
 name: H200_pairs.v2
 backend: local
 repeats: 3
+max_repeats: 3
 reuse_solo: true
 models:
   - {name: resnet50, batches: [64]}
@@ -49,12 +51,11 @@ func TestKubeManifestGolden(t *testing.T) {
 		t.Fatalf("task campaign: script %q python %q (original %q)", tc.Workload.Script, tc.Workload.Python, c.Workload.Script)
 	}
 	name := kubeJobName(c, cells[2:])
-	if !dnsLabelOK(name) {
+	if !engine.DNSLabel(name) {
 		t.Fatalf("job name %q is not a DNS label", name)
 	}
 	solo := []byte(`{"record":"cell","cell":{"index":0}}` + "\n")
-	m := kubeManifest(c.Kubernetes, c, name, cells[2:], []byte("{campaign}"), solo)
-	b, err := marshalIndent(m)
+	b, err := (&engine.Kube{Config: c.Kubernetes.KubeConfig}).Manifest(kubeJob(c, name, cells[2:], []byte("{campaign}"), solo))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,6 +131,7 @@ const kubeFakeCampaign = `
 name: kube-fake
 backend: fake
 repeats: 1
+max_repeats: 1
 warmup: {steps: 1, seconds: 0}
 window: {min_steps: 3, min_seconds: 0, floor_steps: 2, trim: 0, max_seconds: 10}
 telemetry: none
@@ -219,8 +221,17 @@ func TestKubeDispatch(t *testing.T) {
 	if err := json.Unmarshal(b, &applied); err != nil || len(applied.Items) != 2 {
 		t.Fatalf("applied manifest: %v\n%s", err, b)
 	}
-	var cm kubeConfigMap
-	var job kubeJob
+	var cm struct {
+		Data map[string]string `json:"data"`
+	}
+	var job struct {
+		Metadata struct{ Name string } `json:"metadata"`
+		Spec     struct {
+			Completions    int
+			CompletionMode string
+			BackoffLimit   int
+		} `json:"spec"`
+	}
 	if err := json.Unmarshal(applied.Items[0], &cm); err != nil {
 		t.Fatal(err)
 	}

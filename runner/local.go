@@ -8,13 +8,15 @@ import (
 	"maps"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 )
 
-// Local starts workloads as child processes of the runner (RUNNER.md §7.1). Each child gets
+// Local starts workloads as child processes of the runner. Each child gets
 // its own process group, so terminating it also ends anything it spawned.
 type Local struct {
 	// Environ returns the base environment (default os.Environ). Spec.Env is applied on top.
@@ -203,4 +205,38 @@ func closeQuiet(f *os.File) error {
 		return err
 	}
 	return nil
+}
+
+// EnvToken is the environment variable that marks every workload process with its campaign,
+// cell and run ("CAMPAIGN/CELL/RUN/ROLE"). Children inherit it, so processes that leave their
+// process group (setsid) or outlive a killed runner are found by it: at the end of each run,
+// and when a campaign resumes.
+const EnvToken = "SHAREBENCH_RUN_TOKEN"
+
+// CampaignToken derives a campaign's token from its output directory: a resumed campaign
+// (same directory) recognises the processes of its earlier invocations.
+func CampaignToken(outDir string) string {
+	abs, err := filepath.Abs(outDir)
+	if err != nil {
+		abs = outDir
+	}
+	return fmt.Sprintf("c%016x", SeedFor("campaign", abs))
+}
+
+// cpuRanges formats ascending CPU numbers compactly: "0-3,8".
+func cpuRanges(cpus []int) string {
+	var parts []string
+	for i := 0; i < len(cpus); {
+		j := i
+		for j+1 < len(cpus) && cpus[j+1] == cpus[j]+1 {
+			j++
+		}
+		if j == i {
+			parts = append(parts, strconv.Itoa(cpus[i]))
+		} else {
+			parts = append(parts, fmt.Sprintf("%d-%d", cpus[i], cpus[j]))
+		}
+		i = j + 1
+	}
+	return strings.Join(parts, ",")
 }

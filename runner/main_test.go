@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"testing"
@@ -12,8 +13,11 @@ import (
 const envTestMode = "SHAREBENCH_TEST_MODE"
 
 func TestMain(m *testing.M) {
-	if os.Getenv(envTestMode) == "fake-workload" {
+	switch os.Getenv(envTestMode) {
+	case "fake-workload":
 		os.Exit(FakeWorkload(os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv))
+	case "run-campaign":
+		os.Exit(runCampaignMain())
 	}
 	code := m.Run()
 	if code == 0 {
@@ -23,6 +27,22 @@ func TestMain(m *testing.M) {
 		}
 	}
 	os.Exit(code)
+}
+
+// runCampaignMain plays "sharebench profile run": it runs the campaign file
+// $SHAREBENCH_TEST_CAMPAIGN into $SHAREBENCH_TEST_OUT with the fake backend (children are this
+// binary), so that tests can kill -9 a runner.
+func runCampaignMain() int {
+	c, err := LoadCampaign(os.Getenv("SHAREBENCH_TEST_CAMPAIGN"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	if _, err := Run(context.Background(), c, RunOptions{OutDir: os.Getenv("SHAREBENCH_TEST_OUT"), Backend: fakeBackend(c.Fake)}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
 }
 
 // fakeBackend returns a Fake backend whose children are this test binary.

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/sharebench/sharebench/runner/gpu"
@@ -30,16 +31,23 @@ const (
 	// StatusInfeasiblePredicted: the pair was not run because the solo memory peaks plus a
 	// margin exceed the GPU's memory.
 	StatusInfeasiblePredicted Status = "infeasible_predicted"
-	// StatusFailed: a crash, a hang past a timeout, a malformed protocol stream or a start
-	// failure; the record carries the reason and the stderr tail.
+	// StatusFailed: a crash, a hang past a timeout, a malformed protocol stream, a start
+	// failure or a raw file that could not be written; the record carries the reason and the
+	// stderr tail.
 	StatusFailed Status = "failed"
+	// StatusUnavailable: the host cannot measure the cell (no MPS daemon, too few GPUs). It
+	// runs again on every invocation, so a host that can measures it.
+	StatusUnavailable Status = "unavailable"
 )
 
-// Done reports whether a cell with this status counts as completed on resume (everything but
-// failed, which --retry-failed reruns).
+// Done reports whether a cell with this status counts as completed on resume (ok and
+// infeasible; failed cells rerun with --retry-failed, unavailable ones always).
 func (s Status) Done() bool {
 	return s == StatusOK || s == StatusInfeasible || s == StatusInfeasiblePredicted
 }
+
+// known reports whether s is a status this runner writes.
+func (s Status) known() bool { return s.Done() || s == StatusFailed || s == StatusUnavailable }
 
 // RunResult is one solo or pair run: one or two fresh processes released together.
 type RunResult struct {
@@ -85,9 +93,12 @@ type MemberResult struct {
 	LoggedStepMs float64 `json:"logged_step_ms,omitempty"`
 	FirstT0Ns    int64   `json:"first_t0_ns,omitempty"`
 	SamplesPerS  float64 `json:"samples_per_s,omitempty"`
-	// MemReservedBytes and MemAllocBytes are the peaks from the mem event (or ready).
+	// MemReservedBytes and MemAllocBytes are the allocator's peaks, the larger of the warm-up
+	// (ready) and measurement (mem) phases; MemDeviceBytes the driver's account of the job's
+	// processes (CUDA context included) at the ends of those phases, 0 when unknown.
 	MemReservedBytes int64   `json:"mem_reserved_bytes,omitempty"`
 	MemAllocBytes    int64   `json:"mem_alloc_bytes,omitempty"`
+	MemDeviceBytes   int64   `json:"mem_device_bytes,omitempty"`
 	MemSource        string  `json:"mem_source,omitempty"`
 	WarmupSteps      int     `json:"warmup_steps,omitempty"`
 	WarmupS          float64 `json:"warmup_s,omitempty"`
@@ -117,6 +128,10 @@ type runCtx struct {
 	outDir  string
 	cellDir string
 	log     *slog.Logger
+	// token marks the processes of the campaign (EnvToken); mpsDir is the MPS daemon's pipe
+	// directory for mps cells ("" for time-slicing, which gets a private empty one).
+	token  string
+	mpsDir string
 }
 
 type msgKind int
@@ -138,9 +153,10 @@ type runMsg struct {
 // child is one workload process of a run, owned by the collector goroutine.
 type child struct {
 	role, runID string
+	plan        string
 	m           Member
 	proc        Process
-	files       []*os.File
+	files       []*rawFile
 	tail        *tailBuffer
 
 	start, ready, mem, done, oom *Event
@@ -160,7 +176,7 @@ const (
 	phaseStop
 )
 
-// execute performs one run (RUNNER.md §3.2–3.4): start the members one after another, each
+// execute performs one run: start the members one after another, each
 // warming up alone until ready; write "go" to all back to back; collect steps until every
 // member meets the window rule (or max_seconds); send stop; reap. Per-run failures are
 // returned in the RunResult; the error is for cancellation and infrastructure only.
@@ -175,7 +191,7 @@ func (rc *runCtx) execute(ctx context.Context, plan runPlan) (RunResult, error) 
 
 	kids := make([]*child, len(plan.members))
 	for i, m := range plan.members {
-		kids[i] = &child{role: plan.roles[i], m: m, runID: fmt.Sprintf("%s-%s-%s", rc.cell.ID[:8], plan.name, plan.roles[i]), tail: newTailBuffer(4096)}
+		kids[i] = &child{role: plan.roles[i], plan: plan.name, m: m, runID: fmt.Sprintf("%s-%s-%s", rc.cell.ID[:8], plan.name, plan.roles[i]), tail: newTailBuffer(4096)}
 	}
 	msgs := make(chan runMsg, 1024)
 	grace := c.Timeouts.Grace.D()
@@ -190,6 +206,7 @@ func (rc *runCtx) execute(ctx context.Context, plan runPlan) (RunResult, error) 
 		cancelled, abandoned          bool
 		tcancel                       context.CancelFunc
 		tdone                         chan gpu.Summary
+		tfile                         *rawFile
 	)
 	fail := func(k *child, reason string) {
 		if failure == "" && !infeasible {
@@ -249,11 +266,14 @@ func (rc *runCtx) execute(ctx context.Context, plan runPlan) (RunResult, error) 
 			tctx, tcancel = context.WithCancel(ctx)
 			tdone = make(chan gpu.Summary, 1)
 			tf, err := rc.create(plan.name+".telemetry.jsonl", &res)
+			if err != nil {
+				fail(kids[0], err.Error())
+			}
+			tfile = tf
 			go func() {
-				var w io.Writer
-				if err == nil {
+				var w io.Writer = io.Discard
+				if tf != nil {
 					w = tf
-					defer tf.Close()
 				}
 				tdone <- gpu.Record(tctx, rc.sampler, c.TelemetryInterval.D(), rc.devIdx, w)
 			}()
@@ -386,13 +406,21 @@ func (rc *runCtx) execute(ctx context.Context, plan runPlan) (RunResult, error) 
 			res.Notes = append(res.Notes, fmt.Sprintf("MPS processes observed during the window (%d): not a time-slicing measurement", sum.MPSProcsMax))
 		}
 	}
+	var writeErr error
 	for _, k := range kids {
 		for _, f := range k.files {
-			f.Close()
+			writeErr = cmpOrErr(writeErr, f.close())
 		}
 		if k.proc != nil {
 			k.proc.Close()
 		}
+	}
+	if tfile != nil {
+		writeErr = cmpOrErr(writeErr, tfile.close())
+	}
+	if pids := killTokenProcs(rc.runToken(plan.name)); len(pids) > 0 {
+		res.Notes = append(res.Notes, fmt.Sprintf("%d process(es) that had left the run's process group were killed: %v", len(pids), pids))
+		rc.log.Warn("workload processes escaped their process group; killed", "cell", rc.cell.Label, "run", plan.name, "pids", pids)
 	}
 	if abandoned {
 		go func() {
@@ -417,10 +445,12 @@ func (rc *runCtx) execute(ctx context.Context, plan runPlan) (RunResult, error) 
 		if k.ready != nil {
 			mr.WarmupSteps, mr.WarmupS = k.ready.WarmupSteps, k.ready.WarmupS
 			mr.MemReservedBytes, mr.MemAllocBytes, mr.MemSource = k.ready.MemReservedPeak, k.ready.MemAllocPeak, k.ready.MemSource
+			mr.MemDeviceBytes = k.ready.MemDeviceBytes
 		}
 		if k.mem != nil {
 			mr.MemReservedBytes = max(mr.MemReservedBytes, k.mem.MaxReserved)
 			mr.MemAllocBytes = max(mr.MemAllocBytes, k.mem.MaxAllocated)
+			mr.MemDeviceBytes = max(mr.MemDeviceBytes, k.mem.MemDeviceBytes)
 			if k.mem.MemSource != "" {
 				mr.MemSource = k.mem.MemSource
 			}
@@ -439,6 +469,11 @@ func (rc *runCtx) execute(ctx context.Context, plan runPlan) (RunResult, error) 
 		return ""
 	}
 	switch {
+	case writeErr != nil:
+		// The measurement cannot be checked against its raw data: fail loudly, never keep it.
+		rc.log.Error("raw files of a run could not be written", "cell", rc.cell.Label, "run", plan.name, "err", writeErr)
+		res.Status, res.Reason = StatusFailed, fmt.Sprintf("writing raw files: %v", writeErr)
+		return res, nil
 	case infeasible:
 		res.Status, res.Reason, res.StderrTail = StatusInfeasible, failure, tailOf(failRole)
 		return res, nil
@@ -498,8 +533,8 @@ func stepsOf(kids []*child) [][]Step {
 	return out
 }
 
-// create creates a file in the cell directory and records it in res.Files.
-func (rc *runCtx) create(name string, res *RunResult) (*os.File, error) {
+// create creates a raw file in the cell directory and records it in res.Files.
+func (rc *runCtx) create(name string, res *RunResult) (*rawFile, error) {
 	f, err := os.Create(filepath.Join(rc.cellDir, name))
 	if err != nil {
 		return nil, fmt.Errorf("runner: cell %s: %w", rc.cell.Label, err)
@@ -507,7 +542,49 @@ func (rc *runCtx) create(name string, res *RunResult) (*os.File, error) {
 	if rel, err := filepath.Rel(rc.outDir, f.Name()); err == nil {
 		res.Files = append(res.Files, filepath.ToSlash(rel))
 	}
-	return f, nil
+	return &rawFile{f: f}, nil
+}
+
+// rawFile is a run's raw file. Writers that cannot report errors write to it (the parser's
+// copy of the protocol stream, the stderr copier, telemetry), so it keeps the first error
+// for the run to fail on (a full disk must never leave a cell "ok" with empty raw files).
+type rawFile struct {
+	mu  sync.Mutex
+	f   *os.File
+	err error
+}
+
+func (r *rawFile) Write(p []byte) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.err != nil {
+		return 0, r.err
+	}
+	n, err := r.f.Write(p)
+	if err != nil {
+		r.err = fmt.Errorf("%s: %w", filepath.Base(r.f.Name()), err)
+	}
+	return n, err
+}
+
+// close flushes the file to disk and returns the first error of its life.
+func (r *rawFile) close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.f.Sync(); err != nil && r.err == nil {
+		r.err = fmt.Errorf("%s: %w", filepath.Base(r.f.Name()), err)
+	}
+	if err := r.f.Close(); err != nil && r.err == nil && !errors.Is(err, os.ErrClosed) {
+		r.err = fmt.Errorf("%s: %w", filepath.Base(r.f.Name()), err)
+	}
+	return r.err
+}
+
+func cmpOrErr(a, b error) error {
+	if a != nil {
+		return a
+	}
+	return b
 }
 
 // startChild starts k and the goroutines that feed msgs: a parser on stdout, a copier of
@@ -520,10 +597,10 @@ func (rc *runCtx) startChild(ctx context.Context, k *child, i int, msgs chan<- r
 	}
 	logf, err := rc.create(base+".log", res)
 	if err != nil {
-		raw.Close()
+		raw.close()
 		return err
 	}
-	k.files = []*os.File{raw, logf}
+	k.files = []*rawFile{raw, logf}
 	spec := rc.spec(k, runDir)
 	fmt.Fprintf(logf, "# %s\n", strings.Join(append(append([]string{}, spec.Program...), spec.Args...), " "))
 	proc, err := rc.backend.Start(ctx, spec)
@@ -533,7 +610,7 @@ func (rc *runCtx) startChild(ctx context.Context, k *child, i int, msgs chan<- r
 		return fmt.Errorf("%s: cannot start: %v", k.m, err)
 	}
 	k.proc = proc
-	logw := &lockedWriter{w: logf}
+	logw := logf
 	stdoutDone, stderrDone := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(stdoutDone)
@@ -596,9 +673,13 @@ func (rc *runCtx) spec(k *child, runDir string) Spec {
 	for k, v := range c.Workload.Env {
 		env[k] = v
 	}
+	env[EnvToken] = rc.runToken(k.plan) + k.role
 	s := Spec{
 		Name: "sb-" + k.runID + "-" + nonce(), Args: workloadArgs(c, k.m, k.runID), Env: env, RunDir: runDir,
-		Isolate: c.Mode == "timeslice",
+		Isolate: rc.mpsDir == "",
+	}
+	if rc.mpsDir != "" {
+		env["CUDA_MPS_PIPE_DIRECTORY"], env["CUDA_MPS_LOG_DIRECTORY"] = rc.mpsDir, rc.mpsDir
 	}
 	if c.Workload.Device == "cuda" {
 		s.GPUs = rc.gpus
@@ -629,13 +710,13 @@ func workloadArgs(c *Campaign, m Member, runID string) []string {
 		"--device", w.Device, "--warmup-steps", strconv.Itoa(c.Warmup.Steps),
 		"--warmup-seconds", strconv.FormatFloat(c.Warmup.Seconds, 'g', -1, 64),
 		"--threads", strconv.Itoa(w.Threads), "--seed", strconv.FormatInt(c.Seed, 10), "--run-id", runID,
-		"--amp", w.AMP,
+		"--amp", w.AMP, "--precision", w.Precision,
+	}
+	if m.NGPUs() > 1 {
+		a = append(a, "--gpus", strconv.Itoa(m.NGPUs()))
 	}
 	if w.Tiny {
 		a = append(a, "--tiny")
-	}
-	if w.TF32 {
-		a = append(a, "--tf32")
 	}
 	if m.SeqLen > 0 {
 		a = append(a, "--seq-len", strconv.Itoa(m.SeqLen))
@@ -654,6 +735,12 @@ func workloadArgs(c *Campaign, m Member, runID string) []string {
 	}
 	a = append(a, w.Args...)
 	return append(a, m.Args...)
+}
+
+// runToken is the EnvToken value of the processes of one run (plan "r0-pair") and prefix:
+// "CAMPAIGN/CELL/RUN/", then the role; a prefix selects a campaign, a cell or a run.
+func (rc *runCtx) runToken(plan string) string {
+	return rc.token + "/" + rc.cell.ID[:8] + "/" + plan + "/"
 }
 
 // nonce returns 6 random hex digits that keep container names unique across reruns.

@@ -5,12 +5,14 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"runtime"
 	"runtime/debug"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/sharebench/sharebench/profile"
@@ -25,10 +27,13 @@ const (
 )
 
 // BuildProfile turns the latest journal records of a campaign into a profile.Table in the
-// simulator's format (docs/profile-format.md): solo step times and solo peak reserved memory
-// per configuration from the solo cells, and ξ for both directions of every measured pair
-// (one pooled entry when a configuration shares with itself), gpus = 1. It is a pure
-// function of its arguments: the same journal gives the same bytes.
+// simulator's format (docs/profile-format.md): per configuration, the solo step time by GPU
+// count and the solo memory per GPU (the driver's account of the job's processes, CUDA
+// context included, where it was read; else the allocator's reserved peak) from the solo
+// cells, and ξ for both directions of every measured pair (one pooled entry when a
+// configuration shares with itself), by GPU count and sharing mode. Pairs whose mode in effect
+// differs from the one asked for are left out with a note. It is a pure function of its
+// arguments: the same journal gives the same bytes.
 func BuildProfile(c *Campaign, latest map[string]Result, command string) (*profile.Table, error) {
 	cells := c.Cells()
 	t := &profile.Table{Source: "measured", Provenance: profile.Provenance{Origin: "sharebench runner", Command: command}}
@@ -53,8 +58,14 @@ func BuildProfile(c *Campaign, latest map[string]Result, command string) (*profi
 	}
 	var notes []string
 	models := map[string]*profile.Model{}
-	solos := map[profile.Config]Result{}
-	rss, pending := false, 0
+	type soloKey struct {
+		cfg  profile.Config
+		gpus int
+	}
+	solos := map[soloKey]Result{}
+	configs := map[profile.Config]*profile.Solo{}
+	var order []profile.Config
+	rss, device, reserved, pending := false, 0, 0, 0
 	for _, cell := range cells {
 		r, ok := latest[cell.ID]
 		switch {
@@ -74,7 +85,8 @@ func BuildProfile(c *Campaign, latest map[string]Result, command string) (*profi
 		if cell.Kind != KindSolo || r.A == nil || r.A.SoloMs == nil {
 			continue
 		}
-		solos[cell.A.Config()] = r
+		g := cell.A.NGPUs()
+		solos[soloKey{cell.A.Config(), g}] = r
 		m := models[cell.A.Model]
 		if m == nil {
 			m = &profile.Model{Name: cell.A.Model, Impl: r.A.Impl}
@@ -82,14 +94,31 @@ func BuildProfile(c *Campaign, latest map[string]Result, command string) (*profi
 		} else if m.Impl != r.A.Impl {
 			notes = append(notes, fmt.Sprintf("model %s: configurations measured with different implementations (%s, %s)", m.Name, m.Impl, r.A.Impl))
 		}
+		cfg := cell.A.Config()
+		sc := configs[cfg]
+		if sc == nil {
+			sc = &profile.Solo{Batch: cfg.Batch, SubBatch: cfg.SubBatch, IterS: profile.GPUMap{}, IterCIS: map[int][2]float64{}}
+			configs[cfg] = sc
+			order = append(order, cfg)
+		}
 		e := r.A.SoloMs
-		m.Configs = append(m.Configs, profile.Solo{
-			Batch: cell.A.Batch, SubBatch: cell.A.SubBatch,
-			IterS:    profile.GPUMap{1: round(e.Median/1000, 9)},
-			IterCIS:  map[int][2]float64{1: {round(e.CI[0]/1000, 9), round(e.CI[1]/1000, 9)}},
-			MemBytes: r.A.MemReservedBytes, N: e.N,
-		})
+		sc.IterS[g] = round(e.Median/1000, 9)
+		sc.IterCIS[g] = [2]float64{round(e.CI[0]/1000, 9), round(e.CI[1]/1000, 9)}
+		mem := r.A.MemDeviceBytes
+		if mem > 0 {
+			device++
+		} else {
+			mem = r.A.MemReservedBytes
+			reserved++
+		}
+		sc.MemBytes = max(sc.MemBytes, mem)
+		if g == 1 || sc.N == 0 {
+			sc.N = e.N
+		}
 		rss = rss || r.A.MemSource == "rss"
+	}
+	for _, cfg := range order {
+		models[cfg.Model].Configs = append(models[cfg.Model].Configs, *configs[cfg])
 	}
 	for _, spec := range c.Models {
 		m := models[spec.Name]
@@ -107,37 +136,47 @@ func BuildProfile(c *Campaign, latest map[string]Result, command string) (*profi
 		if !ok || r.Status != StatusOK || cell.Kind != KindPair || r.A == nil || r.B == nil {
 			continue
 		}
-		if r.Mode != string(profile.Timeslice) {
-			notes = append(notes, fmt.Sprintf("cell %s: left out: sharing mode %s", cell.Label, r.Mode))
+		if r.Mode != cell.Mode {
+			notes = append(notes, fmt.Sprintf("cell %s: left out: asked for mode %s, in effect %s", cell.Label, cell.Mode, r.Mode))
 			continue
 		}
+		g := cell.GPUs()
 		a, b := cell.A.Config(), cell.B.Config()
-		if _, ok := solos[a]; !ok {
-			notes = append(notes, fmt.Sprintf("cell %s: left out: no solo measurement of %s", cell.Label, a))
+		sa, okA := solos[soloKey{a, g}]
+		sb, okB := solos[soloKey{b, g}]
+		if !okA || !okB {
+			missing := cell.A
+			if okA {
+				missing = *cell.B
+			}
+			notes = append(notes, fmt.Sprintf("cell %s: left out: no solo measurement of %s", cell.Label, missing))
 			continue
 		}
-		if _, ok := solos[b]; !ok {
-			notes = append(notes, fmt.Sprintf("cell %s: left out: no solo measurement of %s", cell.Label, b))
-			continue
-		}
-		xa := pairXi(r.A, solos[a], SeedFor(cell.ID, "xi-a"))
-		xb := pairXi(r.B, solos[b], SeedFor(cell.ID, "xi-b"))
+		xa := pairXi(r.A, sa, SeedFor(cell.ID, "xi-a"))
+		xb := pairXi(r.B, sb, SeedFor(cell.ID, "xi-b"))
 		if xa == nil || xb == nil {
 			notes = append(notes, fmt.Sprintf("cell %s: left out: ξ not computable", cell.Label))
 			continue
 		}
+		mode := profile.Mode(cell.Mode)
 		if cell.SameConfig() {
 			e := Estimate95(append(slices.Clone(xa.Values), xb.Values...), SeedFor(cell.ID, "xi-pooled"))
-			t.Pairs = append(t.Pairs, pairEntry(a, b, &e))
+			t.Pairs = append(t.Pairs, pairEntry(a, b, g, mode, &e))
 			continue
 		}
-		t.Pairs = append(t.Pairs, pairEntry(a, b, xa), pairEntry(b, a, xb))
+		t.Pairs = append(t.Pairs, pairEntry(a, b, g, mode, xa), pairEntry(b, a, g, mode, xb))
 	}
 	if pending > 0 {
 		notes = append(notes, fmt.Sprintf("%d of %d cells not measured yet", pending, len(cells)))
 	}
-	if c.Repeats < 5 {
-		notes = append(notes, fmt.Sprintf("R=%d repeats (< 5): confidence intervals are coarse", c.Repeats))
+	switch {
+	case c.MaxRepeats == 1:
+		notes = append(notes, "R=1 repeat per cell: no confidence intervals (ci = the value)")
+	case c.Repeats < BootstrapMinRepeats:
+		notes = append(notes, fmt.Sprintf("%d to %d repeats per cell (until the 95%% CI half-width is ≤ %.1f%%): CIs of fewer than %d repeats are Student-t intervals of the mean, bootstrap CIs of the median from %d", c.Repeats, c.MaxRepeats, 100*c.CITarget, BootstrapMinRepeats, BootstrapMinRepeats))
+	}
+	if device > 0 {
+		notes = append(notes, fmt.Sprintf("mem_bytes: the GPU memory the driver accounts to the job's processes (CUDA context included) for %d configurations, the caching allocator's reserved peak for %d", device, reserved))
 	}
 	if rss {
 		notes = append(notes, "mem_bytes of CPU runs are the workload's resident set size, not GPU memory")
@@ -167,9 +206,9 @@ func pairXi(s *Side, solo Result, seed uint64) *Estimate {
 	return XiEstimate(s.PairMs, solo.A.SoloMs, seed)
 }
 
-func pairEntry(a, b profile.Config, e *Estimate) profile.Pair {
+func pairEntry(a, b profile.Config, gpus int, mode profile.Mode, e *Estimate) profile.Pair {
 	ci := [2]float64{round(e.CI[0], 6), round(e.CI[1], 6)}
-	return profile.Pair{A: a, B: b, GPUs: 1, Mode: profile.Timeslice, Xi: round(e.Median, 6), CI: &ci, N: e.N}
+	return profile.Pair{A: a, B: b, GPUs: gpus, Mode: mode, Xi: round(e.Median, 6), CI: &ci, N: e.N}
 }
 
 // round rounds x to the given number of decimals: profile values have a fixed precision
@@ -210,8 +249,8 @@ func CellsCSV(c *Campaign, latest map[string]Result) []byte {
 	w := csv.NewWriter(&buf)
 	w.Write([]string{
 		"index", "cell_id", "kind", "label", "status", "model_a", "batch_a", "sub_batch_a", "model_b", "batch_b", "sub_batch_b",
-		"repeats", "solo_a_ms", "solo_a_p10_ms", "solo_a_p90_ms", "solo_a_ci_lo_ms", "solo_a_ci_hi_ms", "mem_a_bytes",
-		"pair_a_ms", "pair_a_p10_ms", "pair_a_p90_ms", "xi_a", "xi_a_ci_lo", "xi_a_ci_hi",
+		"gpus", "cell_mode", "repeats", "solo_a_ms", "solo_a_p10_ms", "solo_a_p90_ms", "solo_a_ci_lo_ms", "solo_a_ci_hi_ms", "mem_a_bytes",
+		"mem_a_device_bytes", "pair_a_ms", "pair_a_p10_ms", "pair_a_p90_ms", "xi_a", "xi_a_ci_lo", "xi_a_ci_hi", "ci_method",
 		"solo_b_ms", "pair_b_ms", "xi_b", "xi_b_ci_lo", "xi_b_ci_hi", "pair_throughput", "short_windows", "mode", "reason", "notes",
 	})
 	f := func(x float64, prec int) string {
@@ -258,9 +297,20 @@ func CellsCSV(c *Campaign, latest map[string]Result) []byte {
 		soloB, _, _ := est(sb.SoloMs, 3)
 		pairB, _, _ := est(sb.PairMs, 3)
 		xiB, xiBLo, xiBHi := est(sb.Xi, 4)
-		mem := ""
+		mem, dmem := "", ""
 		if sa.MemReservedBytes > 0 {
 			mem = strconv.FormatInt(sa.MemReservedBytes, 10)
+		}
+		if sa.MemDeviceBytes > 0 {
+			dmem = strconv.FormatInt(sa.MemDeviceBytes, 10)
+		}
+		method := ""
+		if e := cmpOrEstimate(sa.Xi, sa.SoloMs); e != nil {
+			method = e.Method
+		}
+		repeats := ""
+		if ok && r.Repeats > 0 {
+			repeats = strconv.Itoa(r.Repeats)
 		}
 		notes := ""
 		if ok {
@@ -269,8 +319,8 @@ func CellsCSV(c *Campaign, latest map[string]Result) []byte {
 				notes = string(nb)
 			}
 		}
-		row = append(row, strconv.Itoa(c.Repeats), soloA, soloAP10, soloAP90, soloALo, soloAHi, mem,
-			pairA, pairAP10, pairAP90, xiA, xiALo, xiAHi, soloB, pairB, xiB, xiBLo, xiBHi, f(r.PairThroughput, 4),
+		row = append(row, strconv.Itoa(cell.GPUs()), cell.Mode, repeats, soloA, soloAP10, soloAP90, soloALo, soloAHi, mem,
+			dmem, pairA, pairAP10, pairAP90, xiA, xiALo, xiAHi, method, soloB, pairB, xiB, xiBLo, xiBHi, f(r.PairThroughput, 4),
 			strconv.Itoa(sa.ShortWindows+sb.ShortWindows), r.Mode, r.Reason, notes)
 		w.Write(row)
 	}
@@ -294,12 +344,19 @@ type Manifest struct {
 	Software map[string]string `json:"software,omitempty"`
 	// Impl maps each model to the implementation measured.
 	Impl map[string]string `json:"impl,omitempty"`
-	// SharingMode is the mode actually in effect ("timeslice", or "timeslice, MPS observed
-	// in N cells").
-	SharingMode      string        `json:"sharing_mode"`
-	MPS              gpu.MPSStatus `json:"mps"`
-	MPSObservedCells int           `json:"mps_observed_cells,omitempty"`
-	Telemetry        string        `json:"telemetry"`
+	// SharingMode says which modes were in effect in the measured pair cells
+	// ("timeslice: 12 pair cells, mps: 12 pair cells"); PairModes counts them.
+	SharingMode string         `json:"sharing_mode"`
+	PairModes   map[string]int `json:"pair_modes,omitempty"`
+	// MPSUnavailable says why mps cells could not be measured, when they could not.
+	MPSUnavailable string `json:"mps_unavailable,omitempty"`
+	// Precision is the FP32 math in effect as the workloads read it back (mode, matmul and
+	// convolution TF32); Timing how they timed micro-steps.
+	Precision        map[string]any `json:"precision,omitempty"`
+	Timing           string         `json:"timing,omitempty"`
+	MPS              gpu.MPSStatus  `json:"mps"`
+	MPSObservedCells int            `json:"mps_observed_cells,omitempty"`
+	Telemetry        string         `json:"telemetry"`
 	// SMClockMinMHz is the lowest SM clock seen in any window; SMClockMedianMHz the median
 	// of the runs' medians.
 	SMClockMinMHz    int       `json:"sm_clock_min_mhz,omitempty"`
@@ -319,6 +376,8 @@ type HostInfo struct {
 	OS       string `json:"os"`
 	Arch     string `json:"arch"`
 	CPUs     int    `json:"cpus"`
+	// CPUAffinity is the runner's CPU affinity, which the workloads inherit ("0-15").
+	CPUAffinity string `json:"cpu_affinity,omitempty"`
 }
 
 // Counts tallies cells by status.
@@ -328,6 +387,7 @@ type Counts struct {
 	Infeasible          int `json:"infeasible"`
 	InfeasiblePredicted int `json:"infeasible_predicted"`
 	Failed              int `json:"failed"`
+	Unavailable         int `json:"unavailable,omitempty"`
 	Pending             int `json:"pending"`
 }
 
@@ -345,6 +405,8 @@ func CountCells(cells []Cell, latest map[string]Result) Counts {
 			n.Infeasible++
 		case r.Status == StatusInfeasiblePredicted:
 			n.InfeasiblePredicted++
+		case r.Status == StatusUnavailable:
+			n.Unavailable++
 		default:
 			n.Failed++
 		}
@@ -388,7 +450,7 @@ func buildManifest(c *Campaign, latest map[string]Result, host HostInfo, devs []
 	m := Manifest{
 		Format: "sharebench-profile-run", Version: 1, Campaign: c, Command: command, Revision: rev, GoVersion: gover,
 		Host: host, GPUs: devs, MPS: mps, Telemetry: telemetry, Backend: backend, Cells: CountCells(cells, latest),
-		Started: started, Finished: finished, Software: map[string]string{}, Impl: map[string]string{},
+		Started: started, Finished: finished, Software: map[string]string{}, Impl: map[string]string{}, PairModes: map[string]int{},
 		Files: []string{JournalFile, CellsFile, ProfileFile, ManifestFile},
 	}
 	var medians []int
@@ -397,8 +459,17 @@ func buildManifest(c *Campaign, latest map[string]Result, host HostInfo, devs []
 		if !ok {
 			continue
 		}
-		if r.Mode == "mps-observed" {
+		if r.Mode == ModeMPSObserved {
 			m.MPSObservedCells++
+		}
+		if cell.Kind == KindPair && r.Status == StatusOK {
+			m.PairModes[r.Mode]++
+		}
+		if m.Precision == nil && r.Env.Precision != nil {
+			m.Precision, m.Timing = r.Env.Precision, r.Env.Timing
+		}
+		if r.Status == StatusUnavailable && strings.HasPrefix(r.Reason, "MPS unavailable") && m.MPSUnavailable == "" {
+			m.MPSUnavailable = r.Reason
 		}
 		e := r.Env
 		for k, v := range map[string]string{"torch": e.Torch, "torchvision": e.Torchvision, "transformers": e.Transformers,
@@ -438,9 +509,13 @@ func buildManifest(c *Campaign, latest map[string]Result, host HostInfo, devs []
 		slices.Sort(medians)
 		m.SMClockMedianMHz = medians[(len(medians)-1)/2]
 	}
-	m.SharingMode = c.Mode
-	if m.MPSObservedCells > 0 {
-		m.SharingMode = fmt.Sprintf("%s, MPS observed in %d cells", c.Mode, m.MPSObservedCells)
+	var modes []string
+	for _, k := range slices.Sorted(maps.Keys(m.PairModes)) {
+		modes = append(modes, fmt.Sprintf("%s: %d pair cells", k, m.PairModes[k]))
+	}
+	m.SharingMode = strings.Join(modes, ", ")
+	if m.SharingMode == "" {
+		m.SharingMode = "no pair measured"
 	}
 	return m
 }
@@ -448,7 +523,7 @@ func buildManifest(c *Campaign, latest map[string]Result, host HostInfo, devs []
 // hostInfo describes this machine.
 func hostInfo() HostInfo {
 	h, _ := os.Hostname()
-	return HostInfo{Hostname: h, OS: runtime.GOOS, Arch: runtime.GOARCH, CPUs: runtime.NumCPU()}
+	return HostInfo{Hostname: h, OS: runtime.GOOS, Arch: runtime.GOARCH, CPUs: runtime.NumCPU(), CPUAffinity: cpuAffinity()}
 }
 
 // marshalIndent encodes v as indented JSON with a trailing newline.

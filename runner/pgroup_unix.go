@@ -18,8 +18,14 @@ const (
 	sigKill = syscall.SIGKILL
 )
 
-// newProcessGroupAttr puts the child in a new process group led by itself.
-func newProcessGroupAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
+// newProcessGroupAttr puts the child in a new process group led by itself and, on Linux, has
+// the kernel SIGKILL it when the runner dies (a kill -9 of "profile run" must not leave a
+// workload holding GPU memory).
+func newProcessGroupAttr() *syscall.SysProcAttr {
+	a := &syscall.SysProcAttr{Setpgid: true}
+	setPdeathsig(a)
+	return a
+}
 
 // signalGroup signals every process in the group led by pid (ESRCH when it is empty is fine).
 func signalGroup(pid int, sig processSignal) {

@@ -10,7 +10,7 @@ import (
 	"strconv"
 )
 
-// ProtocolVersion is the workload protocol version this runner speaks (RUNNER.md §5).
+// ProtocolVersion is the workload protocol version this runner speaks.
 const ProtocolVersion = 1
 
 // MaxLineBytes bounds one protocol line (long micro_ms arrays need more than bufio's 64 KiB).
@@ -32,7 +32,7 @@ const (
 	CmdStop = "stop"
 )
 
-// Workload exit codes (RUNNER.md §5). Any other code or a signal is a crash.
+// Workload exit codes. Any other code or a signal is a crash.
 const (
 	ExitOK    = 0
 	ExitUsage = 2
@@ -40,22 +40,31 @@ const (
 )
 
 // Event is one protocol v1 line. It is flat: each event kind uses the fields listed in
-// RUNNER.md §5 and leaves the others zero. Unknown fields are ignored when parsing.
+// workloads/README.md and leaves the others zero. Unknown fields are ignored when parsing.
 type Event struct {
 	V     int    `json:"v"`
 	Event string `json:"event"`
 
 	// start
-	Run          string `json:"run,omitempty"`
-	Model        string `json:"model,omitempty"`
-	Impl         string `json:"impl,omitempty"`
-	Batch        int    `json:"batch,omitempty"`
-	SubBatch     int    `json:"sub_batch,omitempty"`
-	Accum        int    `json:"accum,omitempty"`
-	SeqLen       int    `json:"seq_len,omitempty"`
-	ImageSize    int    `json:"image_size,omitempty"`
-	AMP          string `json:"amp,omitempty"`
-	TF32         bool   `json:"tf32,omitempty"`
+	Run       string `json:"run,omitempty"`
+	Model     string `json:"model,omitempty"`
+	Impl      string `json:"impl,omitempty"`
+	Batch     int    `json:"batch,omitempty"`
+	SubBatch  int    `json:"sub_batch,omitempty"`
+	Accum     int    `json:"accum,omitempty"`
+	SeqLen    int    `json:"seq_len,omitempty"`
+	ImageSize int    `json:"image_size,omitempty"`
+	GPUs      int    `json:"gpus,omitempty"`
+	AMP       string `json:"amp,omitempty"`
+	TF32      bool   `json:"tf32,omitempty"`
+	// Precision is the FP32 math in effect as the workload read it back (mode, matmul_tf32,
+	// conv_tf32, ...); Timing says how micro-steps are timed ("cuda-events" or "wall").
+	Precision   map[string]any `json:"precision,omitempty"`
+	Timing      string         `json:"timing,omitempty"`
+	CPUAffinity string         `json:"cpu_affinity,omitempty"`
+	// CUDAVisible is the CUDA_VISIBLE_DEVICES the workload saw.
+	CUDAVisible  string `json:"cuda_visible_devices,omitempty"`
+	DistBackend  string `json:"dist_backend,omitempty"`
 	Device       string `json:"device,omitempty"`
 	GPU          string `json:"gpu,omitempty"`
 	Torch        string `json:"torch,omitempty"`
@@ -76,6 +85,9 @@ type Event struct {
 	MemAllocPeak    int64   `json:"mem_alloc_peak,omitempty"`
 	MemReservedPeak int64   `json:"mem_reserved_peak,omitempty"`
 	MemSource       string  `json:"mem_source,omitempty"`
+	// MemDeviceBytes (ready and mem) is the job's GPU memory per device as the driver reports
+	// it for its processes (nvidia-smi), CUDA context included: the largest over its ranks.
+	MemDeviceBytes int64 `json:"mem_device_bytes,omitempty"`
 
 	// step
 	I       int       `json:"i,omitempty"`
@@ -83,6 +95,7 @@ type Event struct {
 	T1Ns    int64     `json:"t1_ns,omitempty"`
 	MicroMs []float64 `json:"micro_ms,omitempty"`
 	StepMs  float64   `json:"step_ms,omitempty"`
+	ActMs   float64   `json:"act_ms,omitempty"`
 	Samples int       `json:"samples,omitempty"`
 
 	// mem
@@ -115,33 +128,39 @@ func AppendLine(dst []byte, e Event) []byte {
 	switch e.Event {
 	case EventStart:
 		v = struct {
-			V            int    `json:"v"`
-			Event        string `json:"event"`
-			Run          string `json:"run"`
-			Model        string `json:"model"`
-			Impl         string `json:"impl"`
-			Batch        int    `json:"batch"`
-			SubBatch     int    `json:"sub_batch"`
-			Accum        int    `json:"accum"`
-			SeqLen       int    `json:"seq_len,omitempty"`
-			ImageSize    int    `json:"image_size,omitempty"`
-			AMP          string `json:"amp"`
-			TF32         bool   `json:"tf32"`
-			Device       string `json:"device"`
-			GPU          string `json:"gpu,omitempty"`
-			Torch        string `json:"torch,omitempty"`
-			Torchvision  string `json:"torchvision,omitempty"`
-			Transformers string `json:"transformers,omitempty"`
-			CUDA         string `json:"cuda,omitempty"`
-			CuDNN        string `json:"cudnn,omitempty"`
-			Python       string `json:"python,omitempty"`
-			AllocConf    string `json:"alloc_conf,omitempty"`
-			PID          int    `json:"pid"`
-			Threads      int    `json:"threads"`
-			Seed         int64  `json:"seed"`
-			DryRun       bool   `json:"dry_run,omitempty"`
-		}{1, e.Event, e.Run, e.Model, e.Impl, e.Batch, e.SubBatch, e.Accum, e.SeqLen, e.ImageSize, e.AMP, e.TF32,
-			e.Device, e.GPU, e.Torch, e.Torchvision, e.Transformers, e.CUDA, e.CuDNN, e.Python, e.AllocConf, e.PID,
+			V            int            `json:"v"`
+			Event        string         `json:"event"`
+			Run          string         `json:"run"`
+			Model        string         `json:"model"`
+			Impl         string         `json:"impl"`
+			Batch        int            `json:"batch"`
+			SubBatch     int            `json:"sub_batch"`
+			Accum        int            `json:"accum"`
+			GPUs         int            `json:"gpus,omitempty"`
+			SeqLen       int            `json:"seq_len,omitempty"`
+			ImageSize    int            `json:"image_size,omitempty"`
+			AMP          string         `json:"amp"`
+			TF32         bool           `json:"tf32"`
+			Precision    map[string]any `json:"precision,omitempty"`
+			Timing       string         `json:"timing,omitempty"`
+			CPUAffinity  string         `json:"cpu_affinity,omitempty"`
+			CUDAVisible  string         `json:"cuda_visible_devices,omitempty"`
+			DistBackend  string         `json:"dist_backend,omitempty"`
+			Device       string         `json:"device"`
+			GPU          string         `json:"gpu,omitempty"`
+			Torch        string         `json:"torch,omitempty"`
+			Torchvision  string         `json:"torchvision,omitempty"`
+			Transformers string         `json:"transformers,omitempty"`
+			CUDA         string         `json:"cuda,omitempty"`
+			CuDNN        string         `json:"cudnn,omitempty"`
+			Python       string         `json:"python,omitempty"`
+			AllocConf    string         `json:"alloc_conf,omitempty"`
+			PID          int            `json:"pid"`
+			Threads      int            `json:"threads"`
+			Seed         int64          `json:"seed"`
+			DryRun       bool           `json:"dry_run,omitempty"`
+		}{1, e.Event, e.Run, e.Model, e.Impl, e.Batch, e.SubBatch, e.Accum, e.GPUs, e.SeqLen, e.ImageSize, e.AMP, e.TF32,
+			e.Precision, e.Timing, e.CPUAffinity, e.CUDAVisible, e.DistBackend, e.Device, e.GPU, e.Torch, e.Torchvision, e.Transformers, e.CUDA, e.CuDNN, e.Python, e.AllocConf, e.PID,
 			e.Threads, e.Seed, e.DryRun}
 	case EventReady:
 		v = struct {
@@ -152,7 +171,8 @@ func AppendLine(dst []byte, e Event) []byte {
 			MemAllocPeak    int64   `json:"mem_alloc_peak"`
 			MemReservedPeak int64   `json:"mem_reserved_peak"`
 			MemSource       string  `json:"mem_source,omitempty"`
-		}{1, e.Event, e.WarmupSteps, e.WarmupS, e.MemAllocPeak, e.MemReservedPeak, e.MemSource}
+			MemDeviceBytes  int64   `json:"mem_device_bytes,omitempty"`
+		}{1, e.Event, e.WarmupSteps, e.WarmupS, e.MemAllocPeak, e.MemReservedPeak, e.MemSource, e.MemDeviceBytes}
 	case EventStep:
 		v = struct {
 			V       int       `json:"v"`
@@ -162,16 +182,18 @@ func AppendLine(dst []byte, e Event) []byte {
 			T1Ns    int64     `json:"t1_ns"`
 			MicroMs []float64 `json:"micro_ms"`
 			StepMs  float64   `json:"step_ms"`
+			ActMs   float64   `json:"act_ms,omitempty"`
 			Samples int       `json:"samples"`
-		}{1, e.Event, e.I, e.T0Ns, e.T1Ns, nonNil(e.MicroMs), e.StepMs, e.Samples}
+		}{1, e.Event, e.I, e.T0Ns, e.T1Ns, nonNil(e.MicroMs), e.StepMs, e.ActMs, e.Samples}
 	case EventMem:
 		v = struct {
-			V            int    `json:"v"`
-			Event        string `json:"event"`
-			MaxAllocated int64  `json:"max_allocated"`
-			MaxReserved  int64  `json:"max_reserved"`
-			MemSource    string `json:"mem_source,omitempty"`
-		}{1, e.Event, e.MaxAllocated, e.MaxReserved, e.MemSource}
+			V              int    `json:"v"`
+			Event          string `json:"event"`
+			MaxAllocated   int64  `json:"max_allocated"`
+			MaxReserved    int64  `json:"max_reserved"`
+			MemSource      string `json:"mem_source,omitempty"`
+			MemDeviceBytes int64  `json:"mem_device_bytes,omitempty"`
+		}{1, e.Event, e.MaxAllocated, e.MaxReserved, e.MemSource, e.MemDeviceBytes}
 	case EventDone:
 		v = struct {
 			V     int    `json:"v"`
@@ -225,7 +247,7 @@ func (e *ProtocolError) Error() string {
 
 func (e *ProtocolError) Unwrap() error { return e.Err }
 
-// Parser reads protocol v1 events from a workload's stdout (RUNNER.md §5 parsing rules):
+// Parser reads protocol v1 events from a workload's stdout:
 // lines starting with '{' are decoded as events, other lines are workload output and go to
 // Log; "v" must be 1; unknown fields are ignored; unknown events are skipped with a warning
 // on Log.

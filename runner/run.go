@@ -9,12 +9,16 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/sharebench/sharebench/internal/fsutil"
+	"github.com/sharebench/sharebench/profile"
 	"github.com/sharebench/sharebench/runner/gpu"
 )
 
@@ -40,6 +44,9 @@ type RunOptions struct {
 	Command string
 	// ProcRoot is where to look for MPS daemons (default /proc).
 	ProcRoot string
+	// Getenv reads the runner's environment (default os.Getenv): CUDA_VISIBLE_DEVICES and
+	// CUDA_MPS_PIPE_DIRECTORY.
+	Getenv func(string) string
 }
 
 // Summary tells what Run did.
@@ -47,23 +54,37 @@ type Summary struct {
 	Cells   Counts
 	Ran     int // cells run in this invocation
 	Skipped int // cells already in the journal
-	OutDir  string
+	// OverBudget counts cells left pending because the campaign's budget could not hold them.
+	OverBudget int
+	// Stale counts processes of an earlier invocation found running and stopped.
+	Stale  int
+	OutDir string
 }
 
-// Run executes a campaign (RUNNER.md §3): solo cells first, then pair cells, one cell per
-// GPU at a time. Each finished cell is appended to the journal at once; cells already there
-// are skipped, so an interrupted campaign resumes where it stopped. Per-cell failures never
-// stop the campaign. When ctx is cancelled the running children are terminated (SIGTERM to
-// their process groups, SIGKILL after the grace period) and Run returns the context's error
-// after writing cells.csv, profile.json and manifest.json (atomically) from the journal.
+// Run executes a campaign (docs/runner.md): solo cells first, then pair cells (by sub-batch
+// level with order: levels), one cell per set of GPUs at a time. Each finished cell is
+// appended to the journal at once; cells already there are skipped, so an interrupted
+// campaign resumes where it stopped, after stopping workloads an earlier invocation left
+// running. Per-cell failures never stop the campaign. When ctx is cancelled the running
+// children are terminated (SIGTERM to their process groups, SIGKILL after the grace period)
+// and Run returns the context's error after writing cells.csv, profile.json and
+// manifest.json (atomically) from the journal.
 func Run(ctx context.Context, c *Campaign, opt RunOptions) (Summary, error) {
 	sum := Summary{OutDir: opt.OutDir}
 	log := opt.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	getenv := opt.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
 	if opt.OutDir == "" || opt.Backend == nil {
 		return sum, errors.New("runner: Run needs an output directory and a backend")
+	}
+	gpus, err := ResolveGPUs(c.GPUs, getenv("CUDA_VISIBLE_DEVICES"))
+	if err != nil && c.Workload.Device != "cpu" {
+		return sum, fmt.Errorf("runner: campaign %s: %w", c.Name, err)
 	}
 	if err := os.MkdirAll(filepath.Join(opt.OutDir, "cells"), 0o755); err != nil {
 		return sum, fmt.Errorf("runner: campaign %s: %w", c.Name, err)
@@ -76,17 +97,22 @@ func Run(ctx context.Context, c *Campaign, opt RunOptions) (Summary, error) {
 		return sum, err
 	}
 	defer journal.Close()
-	records, skipped, err := ReadJournal(journal.Path())
+	records, problems, err := ReadJournal(journal.Path())
 	if err != nil {
 		return sum, err
 	}
-	if skipped > 0 {
-		log.Warn("journal lines skipped (cut short or foreign)", "journal", journal.Path(), "lines", skipped)
+	for _, p := range problems {
+		log.Warn("journal record ignored; its cell runs again", "journal", journal.Path(), "problem", p)
 	}
 	latest := Latest(records)
 	attempts := map[string]int{}
 	for _, r := range records {
 		attempts[r.Cell.ID]++
+	}
+	token := CampaignToken(opt.OutDir)
+	if stale := killTokenProcs(token + "/"); len(stale) > 0 {
+		sum.Stale = len(stale)
+		log.Warn("stopped workload processes of an earlier invocation of this campaign", "pids", stale)
 	}
 
 	started := time.Now().UTC()
@@ -100,16 +126,49 @@ func Run(ctx context.Context, c *Campaign, opt RunOptions) (Summary, error) {
 	var gpuMem int64
 	if len(devs) > 0 {
 		d := devs[0]
-		if i := deviceFor(devs, c.GPUs[0]); i >= 0 {
-			d = devs[i]
+		if len(gpus) > 0 {
+			if i := deviceFor(devs, gpus[0]); i >= 0 {
+				d = devs[i]
+			}
 		}
 		env.GPU, env.GPUUUID, env.GPUMemBytes, env.Driver, env.CUDADriver = d.Name, d.UUID, d.MemTotalBytes, d.Driver, d.CUDA
 		gpuMem = d.MemTotalBytes
 	}
-	log.Info("campaign", "name", c.Name, "backend", opt.Backend.Name(), "telemetry", sampler.Name(), "out", opt.OutDir)
 
-	var mu sync.Mutex // guards latest, attempts, sum, progress
-	writeOutputs := func() error {
+	var mu sync.Mutex // guards latest, attempts, sum, durations
+	cells := c.Cells()
+	var todo []Cell
+	for _, cell := range cells {
+		if r, ok := latest[cell.ID]; ok && (r.Status.Done() || r.Status == StatusFailed && !opt.RetryFailed) {
+			sum.Skipped++
+			continue
+		}
+		todo = append(todo, cell)
+	}
+	nSolo, nPair := c.CellCount()
+	minRuns, maxRuns := runsBounds(c, todo)
+	log.Info("campaign", "name", c.Name, "cells", len(cells), "solo", nSolo, "pair", nPair, "to_run", len(todo),
+		"runs_min", minRuns, "runs_max", maxRuns, "backend", opt.Backend.Name(), "telemetry", sampler.Name(), "out", opt.OutDir)
+	if sum.Skipped > 0 {
+		log.Info("resuming: cells already in the journal are skipped", "skipped", sum.Skipped)
+	}
+	prog := newProgress(opt.Progress, log, len(cells))
+	for range sum.Skipped {
+		prog.skip()
+	}
+
+	var mps *MPSDaemon
+	mpsReason := ""
+	if slices.ContainsFunc(todo, func(x Cell) bool { return x.Mode == string(profile.MPS) }) {
+		mps, mpsReason = StartMPS(ctx, *env.MPS, getenv("CUDA_MPS_PIPE_DIRECTORY"), token, log)
+		if mps != nil {
+			env.MPS.Evidence = append(env.MPS.Evidence, mps.Evidence)
+			defer mps.Stop(log)
+		} else {
+			log.Warn("MPS unavailable: mps cells are recorded as unavailable; time-slicing cells run", "reason", mpsReason)
+		}
+	}
+	writeOut := func() error {
 		mu.Lock()
 		snapshot := make(map[string]Result, len(latest))
 		for k, v := range latest {
@@ -119,65 +178,57 @@ func Run(ctx context.Context, c *Campaign, opt RunOptions) (Summary, error) {
 		return writeOutputs(c, snapshot, opt, host, devs, *env.MPS, sampler.Name(), started)
 	}
 
-	cells := c.Cells()
-	prog := newProgress(opt.Progress, log, len(cells))
-	var todo [2][]Cell // solo phase, pair phase
-	for _, cell := range cells {
-		if r, ok := latest[cell.ID]; ok && (r.Status.Done() || !opt.RetryFailed) {
-			sum.Skipped++
-			prog.skip()
-			continue
-		}
-		phase := 0
-		if cell.Kind == KindPair {
-			phase = 1
-		}
-		todo[phase] = append(todo[phase], cell)
-	}
-	if sum.Skipped > 0 {
-		log.Info("resuming: cells already in the journal are skipped", "skipped", sum.Skipped)
-	}
 	lookup := SoloLookup(c, latest)
 	soloOf := func(m Member) (Result, bool) {
 		mu.Lock()
 		defer mu.Unlock()
 		return lookup(m)
 	}
-	gpus := c.GPUs
-	limit := len(gpus)
-	if c.Workload.Device == "cpu" {
-		gpus, limit = []string{""}, 1 // CPU runs in parallel would measure each other
-	}
-	free := make(chan string, len(gpus))
-	for _, g := range gpus {
-		free <- g
+	pool := newGPUPool(gpus, c.Workload.Device == "cpu")
+	durations := map[string][]time.Duration{} // by kind and GPU count: what the budget expects
+	var deadline time.Time
+	if c.Budget > 0 {
+		deadline = started.Add(c.Budget.D())
 	}
 	var runErr error
-	for _, phase := range todo {
+	for _, phase := range phases(c, todo) {
 		g, gctx := errgroup.WithContext(ctx)
-		g.SetLimit(limit)
+		g.SetLimit(pool.limit())
 		for _, cell := range phase {
 			if gctx.Err() != nil {
 				break
 			}
 			g.Go(func() error {
-				dev := <-free
-				defer func() { free <- dev }()
-				var pin []string
-				var idx []int
-				if dev != "" {
-					pin = []string{dev}
-					if i := deviceFor(devs, dev); i >= 0 {
-						idx = []int{devs[i].Index}
-					}
+				devIDs, ok := pool.acquire(gctx, cell.GPUs())
+				if !ok {
+					return gctx.Err()
 				}
+				defer pool.release(devIDs)
+				key := cell.Kind + "/" + strconv.Itoa(cell.GPUs())
 				mu.Lock()
 				attempt := attempts[cell.ID] + 1
+				est := meanDuration(durations[key])
 				mu.Unlock()
+				if !deadline.IsZero() && time.Now().Add(est).After(deadline) {
+					mu.Lock()
+					sum.OverBudget++
+					mu.Unlock()
+					log.Info("cell left pending: the budget cannot hold it", "cell", cell.Label, "expected", est.Round(time.Second), "budget", c.Budget)
+					return nil
+				}
+				var idx []int
+				for _, dev := range devIDs {
+					if i := deviceFor(devs, dev); i >= 0 {
+						idx = append(idx, devs[i].Index)
+					}
+				}
+				notes := waitForeign(gctx, sampler, idx, c.ForeignWait.D(), log, cell)
 				prog.start(cell)
+				t0 := time.Now()
 				res, err := runCell(gctx, c, cell, opt.Backend, CellOptions{
-					OutDir: opt.OutDir, GPUs: pin, Sampler: sampler, DeviceIndex: idx, Logger: log, Solo: soloOf,
-					GPUMemBytes: gpuMem, Force: opt.Force, Attempt: attempt, Env: env,
+					OutDir: opt.OutDir, GPUs: devIDs, Sampler: sampler, DeviceIndex: idx, Logger: log, Solo: soloOf,
+					GPUMemBytes: gpuMem, Force: opt.Force, Attempt: attempt, Env: env, Deadline: deadline, Notes: notes,
+					MPS: mps, MPSReason: mpsReason, Token: token,
 				})
 				if err != nil {
 					return err // cancellation or infrastructure: the cell is not journaled
@@ -189,6 +240,9 @@ func Run(ctx context.Context, c *Campaign, opt RunOptions) (Summary, error) {
 				latest[cell.ID] = res
 				attempts[cell.ID] = attempt
 				sum.Ran++
+				if res.Status == StatusOK {
+					durations[key] = append(durations[key], time.Since(t0))
+				}
 				mu.Unlock()
 				prog.done(res)
 				return nil
@@ -204,7 +258,7 @@ func Run(ctx context.Context, c *Campaign, opt RunOptions) (Summary, error) {
 		}
 	}
 	prog.finish()
-	if err := writeOutputs(); err != nil {
+	if err := writeOut(); err != nil {
 		return sum, errors.Join(runErr, err)
 	}
 	mu.Lock()
@@ -213,15 +267,194 @@ func Run(ctx context.Context, c *Campaign, opt RunOptions) (Summary, error) {
 	if runErr != nil {
 		return sum, runErr
 	}
+	if sum.OverBudget > 0 {
+		log.Warn("budget reached: cells left pending run on the next invocation", "pending", sum.OverBudget, "budget", c.Budget)
+	}
 	log.Info("campaign done", "ok", sum.Cells.OK, "infeasible", sum.Cells.Infeasible+sum.Cells.InfeasiblePredicted,
-		"failed", sum.Cells.Failed, "profile", filepath.Join(opt.OutDir, ProfileFile))
+		"failed", sum.Cells.Failed, "unavailable", sum.Cells.Unavailable, "profile", filepath.Join(opt.OutDir, ProfileFile))
 	return sum, nil
+}
+
+// phases groups the cells to run into phases that run one after the other: solo cells, then
+// pair cells (which read the solo results), per sub-batch level with order: levels.
+func phases(c *Campaign, todo []Cell) [][]Cell {
+	var out [][]Cell
+	last := ""
+	for _, cell := range todo {
+		key := cell.Kind
+		if c.Order == OrderLevels {
+			key = strconv.Itoa(cell.Level) + "/" + key
+		}
+		if len(out) == 0 || key != last {
+			out = append(out, nil)
+			last = key
+		}
+		out[len(out)-1] = append(out[len(out)-1], cell)
+	}
+	return out
+}
+
+// runsBounds returns the fewest and the most runs the cells can take (repeats to
+// max_repeats, each repeat one run for solo cells and up to three for pairs).
+func runsBounds(c *Campaign, cells []Cell) (lo, hi int) {
+	for _, cell := range cells {
+		n := len(repeatPlans(c, cell, 0))
+		lo += n * c.Repeats
+		hi += n * c.MaxRepeats
+	}
+	return lo, hi
+}
+
+func meanDuration(ds []time.Duration) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	var sum time.Duration
+	for _, d := range ds {
+		sum += d
+	}
+	return sum / time.Duration(len(ds))
+}
+
+// gpuPool hands out GPUs to cells: n at a time for a cell of n GPUs. CPU campaigns run one
+// cell at a time (two would measure each other).
+type gpuPool struct {
+	mu   sync.Mutex
+	cond *sync.Cond
+	free []string
+	all  int
+	cpu  bool
+}
+
+func newGPUPool(ids []string, cpu bool) *gpuPool {
+	p := &gpuPool{free: slices.Clone(ids), all: len(ids), cpu: cpu}
+	if cpu {
+		p.free, p.all = []string{""}, 1
+	}
+	p.cond = sync.NewCond(&p.mu)
+	return p
+}
+
+func (p *gpuPool) limit() int { return max(p.all, 1) }
+
+// acquire waits for n free GPUs (one slot on CPU). A cell needing more GPUs than the campaign
+// has gets none (its record says so) instead of waiting forever.
+func (p *gpuPool) acquire(ctx context.Context, n int) ([]string, bool) {
+	if p.cpu {
+		n = 1
+	}
+	if n > p.all {
+		return nil, ctx.Err() == nil
+	}
+	stop := context.AfterFunc(ctx, func() {
+		p.mu.Lock()
+		p.cond.Broadcast()
+		p.mu.Unlock()
+	})
+	defer stop()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for len(p.free) < n {
+		if ctx.Err() != nil {
+			return nil, false
+		}
+		p.cond.Wait()
+	}
+	got := slices.Clone(p.free[:n])
+	p.free = p.free[n:]
+	if p.cpu {
+		return nil, true
+	}
+	return got, true
+}
+
+func (p *gpuPool) release(ids []string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cpu {
+		p.free = []string{""}
+	} else {
+		p.free = append(p.free, ids...)
+	}
+	p.cond.Broadcast()
+}
+
+// ResolveGPUs maps a campaign's GPU ids to the devices the workloads get as
+// CUDA_VISIBLE_DEVICES. Without an inherited CUDA_VISIBLE_DEVICES they are used as they are;
+// with one (a Slurm allocation, a container, a user's restriction) the ids are positions in
+// it, as CUDA numbers devices ("0" is its first entry), so a campaign never reaches a GPU it
+// was not given. A UUID must be one of the inherited entries.
+func ResolveGPUs(ids []string, inherited string) ([]string, error) {
+	inherited = strings.TrimSpace(inherited)
+	if inherited == "" {
+		return slices.Clone(ids), nil
+	}
+	visible := strings.Split(inherited, ",")
+	out := make([]string, 0, len(ids))
+	for _, id := range ids {
+		if n, err := strconv.Atoi(id); err == nil {
+			if n < 0 || n >= len(visible) {
+				return nil, fmt.Errorf("gpus: %s: CUDA_VISIBLE_DEVICES=%s makes %d device(s) visible (use 0..%d)", id, inherited, len(visible), len(visible)-1)
+			}
+			out = append(out, strings.TrimSpace(visible[n]))
+			continue
+		}
+		if !slices.Contains(visible, id) {
+			return nil, fmt.Errorf("gpus: %s is not among CUDA_VISIBLE_DEVICES=%s", id, inherited)
+		}
+		out = append(out, id)
+	}
+	return out, nil
+}
+
+// waitForeign checks that no compute process holds the cell's GPUs before it starts (the
+// runner's own are gone between cells): it waits up to limit for foreign ones to leave, and
+// returns a note for the result when they do not (the cell runs anyway).
+func waitForeign(ctx context.Context, s gpu.Sampler, idx []int, limit time.Duration, log *slog.Logger, cell Cell) []string {
+	if s.Name() == gpu.SourceNone || len(idx) == 0 {
+		return nil
+	}
+	deadline := time.Now().Add(limit)
+	warned := false
+	for {
+		samples, err := s.Sample(ctx)
+		if err != nil {
+			return []string{fmt.Sprintf("foreign-process check failed: %v", err)}
+		}
+		var foreign []string
+		for _, x := range samples {
+			if !slices.Contains(idx, x.Index) {
+				continue
+			}
+			for _, p := range x.Procs {
+				if strings.Contains(p.Name, "nvidia-cuda-mps-server") {
+					continue // the MPS server is infrastructure, not a co-runner
+				}
+				foreign = append(foreign, fmt.Sprintf("GPU %d: pid %d %s (%d MiB)", x.Index, p.PID, p.Name, p.UsedBytes>>20))
+			}
+		}
+		if len(foreign) == 0 {
+			return nil
+		}
+		if !warned {
+			log.Warn("foreign compute processes on the cell's GPUs; waiting", "cell", cell.Label, "procs", foreign, "limit", limit)
+			warned = true
+		}
+		if time.Now().After(deadline) {
+			return []string{fmt.Sprintf("foreign compute processes held the GPU when the cell started (waited %s): %s", limit, strings.Join(foreign, "; "))}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(min(2*time.Second, limit)):
+		}
+	}
 }
 
 // writeOutputs writes cells.csv, profile.json and manifest.json atomically.
 func writeOutputs(c *Campaign, latest map[string]Result, opt RunOptions, host HostInfo, devs []gpu.DeviceInfo, mps gpu.MPSStatus, telemetry string, started time.Time) error {
-	if err := WriteFileAtomic(filepath.Join(opt.OutDir, CellsFile), CellsCSV(c, latest)); err != nil {
-		return err
+	if err := fsutil.WriteFileAtomic(filepath.Join(opt.OutDir, CellsFile), CellsCSV(c, latest)); err != nil {
+		return fmt.Errorf("runner: %w", err)
 	}
 	t, err := BuildProfile(c, latest, opt.Command)
 	if err != nil {
@@ -231,15 +464,18 @@ func writeOutputs(c *Campaign, latest map[string]Result, opt RunOptions, host Ho
 	if err := t.Write(&buf); err != nil {
 		return fmt.Errorf("runner: campaign %s: %w", c.Name, err)
 	}
-	if err := WriteFileAtomic(filepath.Join(opt.OutDir, ProfileFile), buf.Bytes()); err != nil {
-		return err
+	if err := fsutil.WriteFileAtomic(filepath.Join(opt.OutDir, ProfileFile), buf.Bytes()); err != nil {
+		return fmt.Errorf("runner: %w", err)
 	}
 	m := buildManifest(c, latest, host, devs, mps, telemetry, opt.Backend.Name(), opt.Command, started, time.Now().UTC())
 	b, err := marshalIndent(m)
 	if err != nil {
 		return fmt.Errorf("runner: campaign %s: manifest: %w", c.Name, err)
 	}
-	return WriteFileAtomic(filepath.Join(opt.OutDir, ManifestFile), b)
+	if err := fsutil.WriteFileAtomic(filepath.Join(opt.OutDir, ManifestFile), b); err != nil {
+		return fmt.Errorf("runner: %w", err)
+	}
+	return nil
 }
 
 // deviceFor finds the device a campaign GPU id (index or UUID) names; -1 if none.
@@ -296,5 +532,5 @@ func probeHost(ctx context.Context, sampler gpu.Sampler, procRoot string, log *s
 	if mps.Detected {
 		log.Warn("MPS daemon detected on this host; time-slicing runs get a private, empty CUDA_MPS_PIPE_DIRECTORY", "evidence", mps.Evidence)
 	}
-	return devs, Env{Hostname: hostInfo().Hostname, Telemetry: sampler.Name(), MPS: &mps}
+	return devs, Env{Hostname: hostInfo().Hostname, Telemetry: sampler.Name(), MPS: &mps, CPUAffinity: cpuAffinity()}
 }

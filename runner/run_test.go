@@ -26,7 +26,7 @@ import (
 type launch struct {
 	cell, run, role, model, what string
 	mono                         int64
-	gpus                         string
+	gpus, mps                    string
 }
 
 func readLaunches(t *testing.T, path string) []launch {
@@ -47,8 +47,8 @@ func readLaunches(t *testing.T, path string) []launch {
 		id := strings.SplitN(f[0], "-", 4) // cell8-rN-kind-role
 		mono, _ := strconv.ParseInt(f[3], 10, 64)
 		l := launch{cell: id[0], run: id[1] + "-" + id[2], role: id[3], model: f[1], what: f[2], mono: mono}
-		if len(f) > 4 {
-			l.gpus = f[4]
+		if len(f) > 5 {
+			l.gpus, l.mps = strings.Trim(f[4], "-"), strings.Trim(f[5], "-")
 		}
 		out = append(out, l)
 	}
@@ -89,6 +89,7 @@ func runCampaign(t *testing.T, ctx context.Context, c *Campaign, out string, opt
 const fakeABCampaign = `
 name: fake-ab
 repeats: 3
+max_repeats: 3
 models:
   - {name: a, batches: [8]}
   - {name: b, batches: [4]}
@@ -206,12 +207,12 @@ func TestCampaignFake(t *testing.T) {
 		t.Errorf("iter time(a) = %v, want about 4ms", it)
 	}
 	rows := readCSV(t, filepath.Join(out, CellsFile))
-	if len(rows) != 4 || rows[3][4] != "ok" || rows[3][21] == "" {
+	if len(rows) != 4 || rows[3][4] != "ok" || rows[0][24] != "xi_a" || rows[3][24] == "" {
 		t.Errorf("cells.csv:\n%v", rows)
 	}
 	var man Manifest
 	readJSON(t, filepath.Join(out, ManifestFile), &man)
-	if man.Backend != "fake" || man.Telemetry != "fake" || man.Campaign.Name != "fake-ab" || man.SharingMode != "timeslice" ||
+	if man.Backend != "fake" || man.Telemetry != "fake" || man.Campaign.Name != "fake-ab" || man.SharingMode != "timeslice: 1 pair cells" || man.Precision["mode"] != "default" ||
 		man.Cells.OK != 3 || man.Software["torch"] != "fake" || man.Impl["a"] != "fake" || man.SMClockMedianMHz != 1980 || man.Revision == "" {
 		t.Errorf("manifest: %+v", man)
 	}
@@ -267,6 +268,7 @@ func TestCampaignFailuresAreResults(t *testing.T) {
 	c, _ := fakeCampaign(t, `
 name: failures
 repeats: 1
+max_repeats: 1
 models:
   - {name: ok, batches: [8]}
   - {name: big, batches: [8]}
@@ -277,7 +279,7 @@ models:
 pairs: [[big, big], [ok, crashy]]
 warmup: {steps: 1, seconds: 0}
 window: {min_steps: 10, min_seconds: 10, floor_steps: 5, max_seconds: 10}
-timeouts: {ready: 5s, stall: 2s, grace: 1s}
+timeouts: {ready: 30s, stall: 2s, grace: 1s}
 telemetry: none
 fake:
   default_step_ms: 3
@@ -358,6 +360,7 @@ func TestCampaignResume(t *testing.T) {
 	c, logPath := fakeCampaign(t, `
 name: resume
 repeats: 2
+max_repeats: 2
 models: [{name: a, batches: [8]}, {name: b, batches: [8]}, {name: c, batches: [8]}]
 pairs: [[a, b], [b, c]]
 warmup: {steps: 1, seconds: 0}
@@ -426,6 +429,7 @@ func TestReuseSoloAndMemoryPrediction(t *testing.T) {
 	c, logPath := fakeCampaign(t, `
 name: reuse
 repeats: 2
+max_repeats: 2
 reuse_solo: true
 gpu_mem_bytes: 5000000000
 mem_margin_bytes: 1
@@ -471,7 +475,7 @@ fake: {default_step_ms: 3, mem_bytes: {big: 4500000000}}
 func TestRunCellRecord(t *testing.T) {
 	t.Parallel()
 	c, _ := fakeCampaign(t, fakeABCampaign)
-	c.Repeats = 1
+	c.Repeats, c.MaxRepeats = 1, 1
 	c.Telemetry = "none"
 	if err := c.Resolve(); err != nil {
 		t.Fatal(err)
@@ -493,9 +497,9 @@ func TestRunCellRecord(t *testing.T) {
 	}
 	// What "sharebench profile cell" prints is what the journal stores: mixing it with other
 	// task output still decodes.
-	back, skipped, err := DecodeResults(bytes.NewReader(append([]byte("slurm: task 2 started\n"), line...)))
-	if err != nil || skipped != 1 || len(back) != 1 {
-		t.Fatalf("decode: %d records, %d skipped, %v", len(back), skipped, err)
+	back, problems, err := DecodeResults(bytes.NewReader(append([]byte("slurm: task 2 started\n"), line...)))
+	if err != nil || len(problems) != 1 || len(back) != 1 {
+		t.Fatalf("decode: %d records, problems %q, %v", len(back), problems, err)
 	}
 	again, _ := MarshalResult(back[0])
 	if !bytes.Equal(line, again) {
@@ -511,6 +515,7 @@ func TestCampaignGPUsInParallel(t *testing.T) {
 	c, logPath := fakeCampaign(t, `
 name: gpus
 repeats: 1
+max_repeats: 1
 gpus: ["0", "1"]
 models: [{name: a, batches: [8]}, {name: b, batches: [8]}]
 warmup: {steps: 1, seconds: 0}

@@ -35,10 +35,10 @@ type SelftestStep struct {
 	Duration time.Duration `json:"duration_ns"`
 }
 
-// Selftest checks the path from the runner to the workload on this host (RUNNER.md §11
-// step 2): a protocol round trip with train.py --dry-run (every line re-encodes to itself,
-// events arrive in order, accum micro-steps per step, step_ms matches the timestamps), then
-// a 3-step real run ending at the step cap. It returns the steps and an error if any failed.
+// Selftest checks the path from the runner to the workload on this host (the device check
+// runs it first): a protocol round trip with train.py --dry-run (every line re-encodes to
+// itself, events arrive in order, accum micro-steps per step, step_ms matches the
+// timestamps), then a 3-step real run ending at the step cap. It returns the steps and an error if any failed.
 func Selftest(ctx context.Context, opt SelftestOptions) ([]SelftestStep, error) {
 	if opt.Campaign == nil || len(opt.Campaign.Models) == 0 || opt.Backend == nil {
 		return nil, errors.New("runner: selftest: need a campaign with a model and a backend")
@@ -135,7 +135,7 @@ func selftestRun(ctx context.Context, c *Campaign, opt SelftestOptions) (RunResu
 	if err := os.MkdirAll(rc.cellDir, 0o755); err != nil {
 		return RunResult{}, nil, err
 	}
-	res, err := rc.execute(ctx, plans(c, cell)[0])
+	res, err := rc.execute(ctx, plans(c, cell, 1)[0])
 	var events []string
 	for _, f := range res.Files {
 		if filepath.Ext(f) == ".jsonl" && bytes.HasSuffix([]byte(f), []byte(".events.jsonl")) {

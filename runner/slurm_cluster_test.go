@@ -18,9 +18,11 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sharebench/sharebench/engine"
 )
 
-// The tests in this file run against a real single-node Slurm cluster on loopback (RUNNER.md
+// The tests in this file run against a real single-node Slurm cluster on loopback (docs/cluster.md
 // §10.3), started by .ci/slurm-up.sh and stopped by .ci/slurm-down.sh, and drive it through
 // the sharebench command line, as a user would. They skip when slurm-wlm or munge is not
 // installed, unless SHAREBENCH_REQUIRE_SLURM=1 (make slurm-smoke) makes that a failure.
@@ -268,7 +270,7 @@ func (sc *slurmCluster) monitor() *queueMonitor {
 			cmd.Env = sc.env
 			if out, err := cmd.Output(); err == nil {
 				running, waiting := 0, false
-				for _, task := range parseSqueue(out) {
+				for _, task := range engine.ParseSqueue(out) {
 					switch {
 					case task.State == "RUNNING":
 						running++
@@ -334,6 +336,7 @@ func maxOverlap(rs []Result) int {
 const slurmCampaignYAML = `name: slurm-cluster
 backend: fake
 repeats: 1
+max_repeats: 1
 warmup: {steps: 2, seconds: 0}
 window: {min_steps: 10, min_seconds: 0, floor_steps: 3, trim: 1, max_seconds: 60}
 timeouts: {grace: 1s}
@@ -352,6 +355,7 @@ slurm: {cpus_per_task: 1, max_running: 4, poll: 200ms, poll_max: 1s}
 const slurmResumeYAML = `name: slurm-resume
 backend: fake
 repeats: 1
+max_repeats: 1
 solo_only: true
 warmup: {steps: 2, seconds: 0}
 window: {min_steps: 12, min_seconds: 0, floor_steps: 3, trim: 1, max_seconds: 60}

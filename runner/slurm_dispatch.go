@@ -6,11 +6,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
+
+	"github.com/sharebench/sharebench/engine"
+	"github.com/sharebench/sharebench/internal/fsutil"
 )
 
 // SlurmDir is the directory inside a campaign directory that holds the Slurm dispatcher's
@@ -18,8 +23,34 @@ import (
 // standard output (JOB_TASK.out, the authority on its cell) and error (JOB_TASK.err).
 const SlurmDir = "slurm"
 
+// Slurm runs a campaign's cells on a Slurm cluster, one cell per array task (a Dispatcher).
+type Slurm struct {
+	// Config holds the resources, limits and polling intervals.
+	Config SlurmConfig
+	// Workdir is the tasks' working directory (--chdir; default: this process's).
+	Workdir string
+	// CollectGrace is how long the output of a task that Slurm reports COMPLETED may take to
+	// appear (shared file systems cache attributes); default 30s.
+	CollectGrace time.Duration
+	// Logger receives progress and warnings (nil: discarded).
+	Logger *slog.Logger
+
+	eng *engine.Slurm
+}
+
+// engine returns the Slurm client, made once from the settings.
+func (s *Slurm) engine() *engine.Slurm {
+	if s.eng == nil {
+		s.eng = &engine.Slurm{Config: s.Config, Workdir: s.Workdir, CollectGrace: s.CollectGrace, Logger: s.Logger}
+	}
+	return s.eng
+}
+
 // Name returns "slurm".
 func (s *Slurm) Name() string { return EngineSlurm }
+
+// Probe checks that sbatch exists and slurmctld answers.
+func (s *Slurm) Probe(ctx context.Context) error { return s.engine().Probe(ctx) }
 
 // sharebench returns the executable the tasks run.
 func (s *Slurm) sharebench() (string, error) {
@@ -99,7 +130,7 @@ printf '{"record":"task","engine":"slurm","job_id":"%%s","array_job_id":"%%s","a
   "${SLURM_JOB_ID:-}" "${SLURM_ARRAY_JOB_ID:-}" "${SLURM_ARRAY_TASK_ID:-}" "$index" "$(hostname)" "${CUDA_VISIBLE_DEVICES:-}"
 exec %s profile cell --campaign %s --index "$index" --backend %s \
   --out %s --journal=false --gpus "${CUDA_VISIBLE_DEVICES:-}"
-`, ShellQuote(c.Name), ShellQuote(bin), ShellQuote(campaignFile), ShellQuote(c.Backend), ShellQuote(outDir))
+`, engine.ShellQuote(c.Name), engine.ShellQuote(bin), engine.ShellQuote(campaignFile), engine.ShellQuote(c.Backend), engine.ShellQuote(outDir))
 	return b.Bytes()
 }
 
@@ -113,7 +144,7 @@ func WriteTaskCampaign(path string, c *Campaign) error {
 	if err := checkTaskCampaign(b, c); err != nil {
 		return err
 	}
-	return WriteFileAtomic(path, b)
+	return fsutil.WriteFileAtomic(path, b)
 }
 
 // checkTaskCampaign verifies that the encoded campaign b parses back into the same cells.
@@ -139,7 +170,7 @@ func (s *Slurm) gres(c *Campaign) string {
 	if c.Workload.Device == "cpu" {
 		return ""
 	}
-	n := max(s.Config.GPUs, 1)
+	n := max(s.Config.GPUs, c.maxGPUs())
 	if s.Config.GPUType != "" {
 		return fmt.Sprintf("gpu:%s:%d", s.Config.GPUType, n)
 	}
@@ -147,12 +178,12 @@ func (s *Slurm) gres(c *Campaign) string {
 }
 
 // cellArrays splits cells into job arrays of at most maxSize indices (SplitArrays).
-func cellArrays(cells []Cell, maxSize int, base SlurmArray) []SlurmArray {
+func cellArrays(cells []Cell, maxSize int, base engine.SlurmArray) []engine.SlurmArray {
 	idx := make([]int, len(cells))
 	for i, cell := range cells {
 		idx[i] = cell.Index
 	}
-	return SplitArrays(idx, maxSize, base)
+	return engine.SplitArrays(idx, maxSize, base)
 }
 
 // Dispatch runs the cells as Slurm array tasks: one cell per task, each asking for whole GPUs
@@ -177,13 +208,14 @@ func (s *Slurm) Dispatch(ctx context.Context, w Work, sink func(Result) error) e
 		return fmt.Errorf("runner: slurm: %w", err)
 	}
 	script := filepath.Join(dir, "job.sh")
-	if err := WriteFileAtomic(script, slurmCellScript(c, bin, campaignFile, outDir)); err != nil {
+	if err := fsutil.WriteFileAtomic(script, slurmCellScript(c, bin, campaignFile, outDir)); err != nil {
 		return fmt.Errorf("runner: slurm: %w", err)
 	}
 	if err := os.Chmod(script, 0o755); err != nil {
 		return fmt.Errorf("runner: slurm: %w", err)
 	}
-	site, err := s.siteConfig(ctx)
+	e := s.engine()
+	maxArray, err := e.MaxArraySize(ctx)
 	if err != nil {
 		return err
 	}
@@ -191,18 +223,18 @@ func (s *Slurm) Dispatch(ctx context.Context, w Work, sink func(Result) error) e
 	if cpus == 0 {
 		cpus = 2 * c.Workload.Threads
 	}
-	base := SlurmArray{Name: "sharebench-" + c.Name, Script: script, LogDir: dir, Gres: s.gres(c), CPUsPerTask: cpus}
+	base := engine.SlurmArray{Name: "sharebench-" + c.Name, Script: script, LogDir: dir, Gres: s.gres(c), CPUsPerTask: cpus}
 
-	cellOf := map[slurmKey]Cell{}
-	arrayOf := map[slurmKey]SlurmArray{}
-	var arrays []SlurmArray
+	cellOf := map[engine.TaskKey]Cell{}
+	arrayOf := map[engine.TaskKey]engine.SlurmArray{}
+	var arrays []engine.SlurmArray
 	todo := w.Cells
 	if adopted := s.adopt(ctx, w); len(adopted) > 0 {
 		for _, a := range adopted {
 			for i, idx := range a.Indices {
 				cell := a.cells[i]
-				cellOf[slurmKey{a.JobID, idx}] = cell
-				arrayOf[slurmKey{a.JobID, idx}] = a.SlurmArray
+				cellOf[engine.TaskKey{Job: a.JobID, Index: idx}] = cell
+				arrayOf[engine.TaskKey{Job: a.JobID, Index: idx}] = a.SlurmArray
 				todo = slices.DeleteFunc(slices.Clone(todo), func(x Cell) bool { return x.ID == cell.ID })
 			}
 			arrays = append(arrays, a.SlurmArray)
@@ -213,41 +245,41 @@ func (s *Slurm) Dispatch(ctx context.Context, w Work, sink func(Result) error) e
 	for _, cell := range todo {
 		byIndex[cell.Index] = cell
 	}
-	for _, a := range cellArrays(todo, site.maxArraySize, base) {
-		sub, err := s.Submit(ctx, a)
+	for _, a := range cellArrays(todo, maxArray, base) {
+		sub, err := e.Submit(ctx, a)
 		if err != nil {
 			var jobs []string
 			for _, x := range arrays {
 				jobs = append(jobs, x.JobID)
 			}
-			return s.cancelAll(jobs, err)
+			return e.CancelAll(jobs, err)
 		}
 		off, _ := strconv.Atoi(a.Args[len(a.Args)-1])
 		var ts []TaskStatus
 		for _, i := range sub.Indices {
-			k := slurmKey{sub.JobID, i}
+			k := engine.TaskKey{Job: sub.JobID, Index: i}
 			cell := byIndex[off+i]
 			cellOf[k], arrayOf[k] = cell, sub
-			ts = append(ts, TaskStatus{Index: cell.Index, CellID: cell.ID, Task: SlurmTask{JobID: sub.JobID, Index: i}.Name(), State: "PENDING"})
+			ts = append(ts, TaskStatus{Index: cell.Index, CellID: cell.ID, Task: engine.SlurmTask{JobID: sub.JobID, Index: i}.Name(), State: "PENDING"})
 		}
 		w.Track([]string{sub.JobID}, ts)
 		arrays = append(arrays, sub)
 	}
-	status := func(t SlurmTask) TaskStatus {
-		cell := cellOf[t.key()]
+	status := func(t engine.SlurmTask) TaskStatus {
+		cell := cellOf[t.Key()]
 		return TaskStatus{Index: cell.Index, CellID: cell.ID, Task: t.Name(), State: t.State, Reason: t.Reason}
 	}
-	return s.Watch(ctx, arrays, SlurmHooks{
-		Complete: func(t SlurmTask) bool {
-			data, err := os.ReadFile(arrayOf[t.key()].OutputPath(t.Index))
+	return e.Watch(ctx, arrays, engine.SlurmHooks{
+		Complete: func(t engine.SlurmTask) bool {
+			data, err := os.ReadFile(arrayOf[t.Key()].OutputPath(t.Index))
 			if err != nil {
 				return false
 			}
-			_, ok := lastResult(data, cellOf[t.key()].ID)
+			_, ok := lastResult(data, cellOf[t.Key()].ID)
 			return ok
 		},
-		Finished: func(t SlurmTask, complete bool) error {
-			a, cell := arrayOf[t.key()], cellOf[t.key()]
+		Finished: func(t engine.SlurmTask, complete bool) error {
+			a, cell := arrayOf[t.Key()], cellOf[t.Key()]
 			w.Track(nil, []TaskStatus{status(t)})
 			if complete {
 				data, err := os.ReadFile(a.OutputPath(t.Index))
@@ -258,9 +290,9 @@ func (s *Slurm) Dispatch(ctx context.Context, w Work, sink func(Result) error) e
 				return sink(r)
 			}
 			tail, _ := os.ReadFile(a.ErrorPath(t.Index))
-			return sink(failedResult(c, cell, slurmReason(t, a.OutputPath(t.Index)), tailLines(tail, 20)))
+			return sink(failedResult(c, cell, slurmReason(t, a.OutputPath(t.Index)), engine.TailLines(tail, 20)))
 		},
-		Progress: func(ts []SlurmTask) {
+		Progress: func(ts []engine.SlurmTask) {
 			out := make([]TaskStatus, 0, len(ts))
 			for _, t := range ts {
 				out = append(out, status(t))
@@ -272,7 +304,7 @@ func (s *Slurm) Dispatch(ctx context.Context, w Work, sink func(Result) error) e
 
 // adoptedArray is an array of an earlier dispatch with tasks still queued.
 type adoptedArray struct {
-	SlurmArray
+	engine.SlurmArray
 	cells []Cell // cell of each index
 }
 
@@ -287,7 +319,7 @@ func (s *Slurm) adopt(ctx context.Context, w Work) []adoptedArray {
 		want[cell.ID] = cell
 	}
 	var jobs []string
-	cand := map[slurmKey]Cell{}
+	cand := map[engine.TaskKey]Cell{}
 	for _, t := range p.Tasks {
 		job, idx, ok := strings.Cut(t.Task, "_")
 		n, err := strconv.Atoi(idx)
@@ -295,7 +327,7 @@ func (s *Slurm) adopt(ctx context.Context, w Work) []adoptedArray {
 		if !ok || err != nil || !known || !t.Active() {
 			continue
 		}
-		cand[slurmKey{job, n}] = cell
+		cand[engine.TaskKey{Job: job, Index: n}] = cell
 		if !slices.Contains(jobs, job) {
 			jobs = append(jobs, job)
 		}
@@ -303,7 +335,7 @@ func (s *Slurm) adopt(ctx context.Context, w Work) []adoptedArray {
 	if len(cand) == 0 {
 		return nil
 	}
-	q, err := s.Queue(ctx, jobs)
+	q, err := s.engine().Queue(ctx, jobs)
 	if err != nil {
 		w.Logger.Warn("cannot check the tasks of the earlier dispatch; submitting anew", "err", err)
 		return nil
@@ -311,15 +343,15 @@ func (s *Slurm) adopt(ctx context.Context, w Work) []adoptedArray {
 	dir, _ := filepath.Abs(filepath.Join(w.OutDir, SlurmDir))
 	var out []adoptedArray
 	for _, j := range jobs {
-		a := adoptedArray{SlurmArray: SlurmArray{JobID: j, LogDir: dir}}
+		a := adoptedArray{SlurmArray: engine.SlurmArray{JobID: j, LogDir: dir}}
 		for k := range cand {
-			if qt, ok := q[k]; ok && k.job == j && slurmActive(qt.State) {
-				a.Indices = append(a.Indices, k.index)
+			if qt, ok := q[k]; ok && k.Job == j && engine.ActiveState(qt.State) {
+				a.Indices = append(a.Indices, k.Index)
 			}
 		}
 		slices.Sort(a.Indices)
 		for _, i := range a.Indices {
-			a.cells = append(a.cells, cand[slurmKey{j, i}])
+			a.cells = append(a.cells, cand[engine.TaskKey{Job: j, Index: i}])
 		}
 		if len(a.Indices) > 0 {
 			out = append(out, a)
@@ -329,7 +361,7 @@ func (s *Slurm) adopt(ctx context.Context, w Work) []adoptedArray {
 }
 
 // slurmReason explains a task that ended without a result record.
-func slurmReason(t SlurmTask, output string) string {
+func slurmReason(t engine.SlurmTask, output string) string {
 	what := map[string]string{
 		"FAILED":        "sharebench exited without a result",
 		"TIMEOUT":       "the task reached its time limit (--time)",

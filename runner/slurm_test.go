@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/sharebench/sharebench/engine"
 	"github.com/sharebench/sharebench/internal/golden"
 )
 
@@ -22,6 +23,7 @@ const slurmGoldenCampaign = `
 name: h200-pairs
 backend: local
 repeats: 3
+max_repeats: 3
 models:
   - {name: resnet50, batches: [64]}
   - {name: vgg16, batches: [32]}
@@ -57,115 +59,30 @@ func TestSlurmSbatchArgsGolden(t *testing.T) {
 	cells := c.Cells() // 2 solo + 3 pair cells
 	// MaxArraySize 3: cells 0-2 in one array, 3-4 in another (offset 3); cell 1 is done.
 	todo := []Cell{cells[0], cells[2], cells[3], cells[4]}
-	base := SlurmArray{Name: "sharebench-" + c.Name, Script: "/runs/p/slurm/job.sh", LogDir: "/runs/100%/slurm", Gres: s.gres(c), CPUsPerTask: 2 * c.Workload.Threads}
+	base := engine.SlurmArray{Name: "sharebench-" + c.Name, Script: "/runs/p/slurm/job.sh", LogDir: "/runs/100%/slurm", Gres: s.gres(c), CPUsPerTask: 2 * c.Workload.Threads}
 	var b bytes.Buffer
 	for _, a := range cellArrays(todo, 3, base) {
 		fmt.Fprintf(&b, "# sbatch, offset %s\n", a.Args[0])
-		b.Write(goldenArgv(s.SbatchArgs(a)))
+		b.Write(goldenArgv(s.engine().SbatchArgs(a)))
 	}
 	golden.Check(t, filepath.Join("testdata", "slurm", "sbatch.argv.golden"), b.Bytes())
-}
-
-func TestSplitArrays(t *testing.T) {
-	t.Parallel()
-	got := SplitArrays([]int{0, 1, 2, 5, 1000, 1001, 2005}, 1001, SlurmArray{Args: []string{"x"}})
-	type arr struct {
-		Args    []string
-		Indices []int
-	}
-	var have []arr
-	for _, a := range got {
-		have = append(have, arr{a.Args, a.Indices})
-	}
-	want := []arr{
-		{[]string{"x", "0"}, []int{0, 1, 2, 5, 1000}},
-		{[]string{"x", "1001"}, []int{0}},
-		{[]string{"x", "2002"}, []int{3}},
-	}
-	if d := cmp.Diff(want, have); d != "" {
-		t.Error(d)
-	}
-	if got := indexList([]int{7, 0, 1, 2, 5, 8, 3}); got != "0-3,5,7-8" {
-		t.Errorf("indexList = %q", got)
-	}
-}
-
-func TestSlurmParsers(t *testing.T) {
-	t.Parallel()
-	squeue := "12_0|RUNNING|None\n12_1|PENDING|Resources\n12_2|PENDING|JobArrayTaskLimit\n13|RUNNING|None\n"
-	wantQ := []SlurmTask{
-		{JobID: "12", Index: 0, State: "RUNNING"},
-		{JobID: "12", Index: 1, State: "PENDING", Reason: "Resources"},
-		{JobID: "12", Index: 2, State: "PENDING", Reason: "JobArrayTaskLimit"},
-	}
-	if d := cmp.Diff(wantQ, parseSqueue([]byte(squeue))); d != "" {
-		t.Errorf("squeue: %s", d)
-	}
-	// Recorded from Slurm 22.05 (scontrol --oneliner show job ARRAY) with paths replaced;
-	// the last line is a pending record with grouped task IDs.
-	scontrol, err := os.ReadFile(filepath.Join("testdata", "slurm", "scontrol-show-job.txt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	wantS := []SlurmTask{
-		{JobID: "1", Index: 4, State: "COMPLETED", ExitCode: "0:0"},
-		{JobID: "1", Index: 3, State: "CANCELLED", ExitCode: "0:15"},
-		{JobID: "1", Index: 2, State: "FAILED", Reason: "NonZeroExitCode", ExitCode: "3:0"},
-		{JobID: "1", Index: 1, State: "COMPLETED", ExitCode: "0:0"},
-		{JobID: "1", Index: 0, State: "COMPLETED", ExitCode: "0:0"},
-		// The last line holds pending tasks grouped as "4,6-7": not a task yet, skipped.
-	}
-	if d := cmp.Diff(wantS, parseScontrolJobs(scontrol)); d != "" {
-		t.Errorf("scontrol: %s", d)
-	}
-	sacct := "7_0|COMPLETED|0:0\n7_1|CANCELLED by 1000|0:15\n7_2|TIMEOUT|0:0\n7_[3-4]|PENDING|0:0\n"
-	wantA := []SlurmTask{
-		{JobID: "7", Index: 0, State: "COMPLETED", ExitCode: "0:0"},
-		{JobID: "7", Index: 1, State: "CANCELLED", Reason: "by 1000", ExitCode: "0:15"},
-		{JobID: "7", Index: 2, State: "TIMEOUT", ExitCode: "0:0"},
-	}
-	if d := cmp.Diff(wantA, parseSacct([]byte(sacct))); d != "" {
-		t.Errorf("sacct: %s", d)
-	}
-	cfg := "Configuration data as of 2026-01-01T00:00:00\nAccountingStorageType   = accounting_storage/none\nMaxArraySize            = 4\n"
-	if got := parseSlurmConfig([]byte(cfg)); got != (slurmSite{maxArraySize: 4}) {
-		t.Errorf("config: %+v", got)
-	}
-	if got := parseSlurmConfig([]byte("AccountingStorageType = accounting_storage/slurmdbd\n")); got != (slurmSite{maxArraySize: 1001, accounting: true}) {
-		t.Errorf("config with accounting: %+v", got)
-	}
 }
 
 func TestSlurmReason(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		task SlurmTask
+		task engine.SlurmTask
 		want string
 	}{
-		{SlurmTask{JobID: "9", Index: 2, State: "TIMEOUT", ExitCode: "0:15"}, "slurm: task 9_2 TIMEOUT: the task reached its time limit (--time) (exit code 0:15)"},
-		{SlurmTask{JobID: "9", Index: 3, State: "OUT_OF_MEMORY", ExitCode: "0:125"}, "slurm: task 9_3 OUT_OF_MEMORY: the task exceeded its host memory limit (--mem) (exit code 0:125)"},
-		{SlurmTask{JobID: "9", Index: 4, State: "NODE_FAIL"}, "slurm: task 9_4 NODE_FAIL: its node failed"},
-		{SlurmTask{JobID: "9", Index: 5, State: "PREEMPTED"}, "slurm: task 9_5 PREEMPTED: the task was preempted"},
-		{SlurmTask{JobID: "9", Index: 6, State: "FAILED", Reason: "NonZeroExitCode", ExitCode: "1:0"}, "slurm: task 9_6 FAILED: sharebench exited without a result (exit code 1:0, NonZeroExitCode)"},
-		{SlurmTask{JobID: "9", Index: 7, State: "COMPLETED", ExitCode: "0:0"}, "slurm: task 9_7 COMPLETED: the task ended but its output has no result record (9_7.out)"},
+		{engine.SlurmTask{JobID: "9", Index: 2, State: "TIMEOUT", ExitCode: "0:15"}, "slurm: task 9_2 TIMEOUT: the task reached its time limit (--time) (exit code 0:15)"},
+		{engine.SlurmTask{JobID: "9", Index: 3, State: "OUT_OF_MEMORY", ExitCode: "0:125"}, "slurm: task 9_3 OUT_OF_MEMORY: the task exceeded its host memory limit (--mem) (exit code 0:125)"},
+		{engine.SlurmTask{JobID: "9", Index: 4, State: "NODE_FAIL"}, "slurm: task 9_4 NODE_FAIL: its node failed"},
+		{engine.SlurmTask{JobID: "9", Index: 5, State: "PREEMPTED"}, "slurm: task 9_5 PREEMPTED: the task was preempted"},
+		{engine.SlurmTask{JobID: "9", Index: 6, State: "FAILED", Reason: "NonZeroExitCode", ExitCode: "1:0"}, "slurm: task 9_6 FAILED: sharebench exited without a result (exit code 1:0, NonZeroExitCode)"},
+		{engine.SlurmTask{JobID: "9", Index: 7, State: "COMPLETED", ExitCode: "0:0"}, "slurm: task 9_7 COMPLETED: the task ended but its output has no result record (9_7.out)"},
 	} {
 		if got := slurmReason(tc.task, "/x/9_"+fmt.Sprint(tc.task.Index)+".out"); got != tc.want {
 			t.Errorf("got  %q\nwant %q", got, tc.want)
-		}
-	}
-}
-
-func TestShellQuote(t *testing.T) {
-	t.Parallel()
-	cases := []string{"plain", "", "with space", "it's", `"$(touch /tmp/x)"`, "a\nb", "`id`", "100%", "--flag=x"}
-	for _, s := range cases {
-		q := ShellQuote(s)
-		if _, err := exec.LookPath("sh"); err != nil {
-			continue
-		}
-		out, err := exec.Command("sh", "-c", "printf %s "+q).Output()
-		if err != nil || string(out) != s {
-			t.Errorf("ShellQuote(%q) = %s: the shell reads %q (%v)", s, q, out, err)
 		}
 	}
 }
@@ -184,7 +101,7 @@ func fakeSlurm(t *testing.T) string {
 		t.Fatal(err)
 	}
 	script := `#!/bin/bash
-d=` + ShellQuote(dir) + `
+d=` + engine.ShellQuote(dir) + `
 name=$(basename "$0")
 printf '%s' "$name" >>"$d/calls"; printf ' %q' "$@" >>"$d/calls"; echo >>"$d/calls"
 case $name in
@@ -221,6 +138,7 @@ func TestSlurmDispatchStates(t *testing.T) {
 name: states
 backend: fake
 repeats: 1
+max_repeats: 1
 solo_only: true
 models: [{name: a, batches: [8]}, {name: b, batches: [8]}, {name: c, batches: [8]}, {name: d, batches: [8]}, {name: e, batches: [8]}, {name: f, batches: [8]}]
 slurm: {poll: 20ms, poll_max: 50ms, sharebench: /opt/sb}
@@ -240,8 +158,7 @@ slurm: {poll: 20ms, poll_max: 50ms, sharebench: /opt/sb}
 		}
 		write("squeue.out", "101_0|RUNNING|None\n101_1|RUNNING|None\n101_2|RUNNING|None\n101_3|RUNNING|None\n101_4|RUNNING|None\n101_5|PENDING|Resources\n")
 		time.Sleep(100 * time.Millisecond)
-		res := Result{Record: RecordCell, Version: 1, Campaign: c.Name, Cell: cells[0], Status: StatusOK, Backend: BackendFake,
-			Started: time.Unix(1, 0).UTC(), Finished: time.Unix(2, 0).UTC()}
+		res := scriptedResult(c, cells[0], StatusOK, 1)
 		line, _ := MarshalResult(res)
 		write(filepath.Join(out, SlurmDir, "101_0.out"), `{"record":"task","engine":"slurm"}`+"\n"+string(line))
 		write(filepath.Join(out, SlurmDir, "101_2.err"), "slurmstepd: error: Detected 1 oom_kill event\n")
@@ -309,15 +226,25 @@ func TestSlurmDispatchCancel(t *testing.T) {
 name: cancel
 backend: fake
 repeats: 1
+max_repeats: 1
 solo_only: true
 models: [{name: a, batches: [8]}, {name: b, batches: [8]}, {name: c, batches: [8]}]
 slurm: {poll: 20ms, poll_max: 50ms, sharebench: /opt/sb}
 `)
+	// Cancel once the engine reports running tasks: on state, not after a delay, so a slow
+	// machine cannot cancel in the middle of the submission instead.
 	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(200*time.Millisecond, cancel)
+	defer cancel()
 	var tracked []TaskStatus
 	w := Work{Campaign: c, OutDir: t.TempDir(), Cells: c.Cells(), Logger: discardLogger(),
-		Track: func(_ []string, ts []TaskStatus) { tracked = append(tracked, ts...) }}
+		Track: func(_ []string, ts []TaskStatus) {
+			tracked = append(tracked, ts...)
+			for _, x := range ts {
+				if x.State == "RUNNING" {
+					cancel()
+				}
+			}
+		}}
 	n := 0
 	err := (&Slurm{Config: c.Slurm}).Dispatch(ctx, w, func(Result) error { n++; return nil })
 	if !errors.Is(err, context.Canceled) {
@@ -355,6 +282,7 @@ func TestSlurmDispatchAdopts(t *testing.T) {
 name: adopt
 backend: fake
 repeats: 1
+max_repeats: 1
 solo_only: true
 models: [{name: a, batches: [8]}, {name: b, batches: [8]}, {name: c, batches: [8]}]
 slurm: {poll: 20ms, poll_max: 50ms, sharebench: /opt/sb}
@@ -366,8 +294,7 @@ slurm: {poll: 20ms, poll_max: 50ms, sharebench: /opt/sb}
 		t.Fatal(err)
 	}
 	result := func(i int) string {
-		r := Result{Record: RecordCell, Version: 1, Campaign: c.Name, Cell: cells[i], Status: StatusOK, Backend: BackendFake,
-			Started: time.Unix(int64(i), 0).UTC(), Finished: time.Unix(int64(i)+1, 0).UTC()}
+		r := scriptedResult(c, cells[i], StatusOK, int64(i))
 		line, _ := MarshalResult(r)
 		return `{"record":"task","engine":"slurm"}` + "\n" + string(line)
 	}

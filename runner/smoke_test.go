@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -98,9 +99,10 @@ func TestProfileSmoke(t *testing.T) {
 			}
 		}
 	}
+	// No bound on ξ itself: on a shared CPU it measures the machine's load, not the workloads.
 	for _, p := range tab.Pairs {
-		if p.Xi < 0.5 || p.Xi > 5 {
-			t.Errorf("pair %s+%s: ξ = %.3f is implausible", p.A, p.B, p.Xi)
+		if !(p.Xi > 0) || math.IsInf(p.Xi, 0) {
+			t.Errorf("pair %s+%s: ξ = %v is not a ratio of step times", p.A, p.B, p.Xi)
 		}
 	}
 }
@@ -149,5 +151,52 @@ func TestHarnessOverhead(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Logf("dry-run=%v: %+v", dry, rep)
+	}
+}
+
+// TestGlooPair runs a pair of two-process jobs (torch.distributed with gloo on CPU, tiny
+// ResNet-18): each job's rank 0 speaks the protocol and its rank 1 follows; the profile gets
+// the 2-GPU entries. It checks the path, not the numbers.
+func TestGlooPair(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real-workload gloo pair skipped in -short mode")
+	}
+	base := smokeCampaign(t)
+	c := mustParse(t, `
+name: gloo-pair
+repeats: 1
+max_repeats: 1
+reuse_solo: true
+models: [{name: resnet18, batches: [4], gpus: [2]}]
+pairs: [[resnet18, resnet18]]
+warmup: {steps: 1, seconds: 0}
+window: {min_steps: 3, min_seconds: 1000, floor_steps: 3, trim: 0, max_seconds: 120}
+workload: {device: cpu, tiny: true, threads: 1}
+timeouts: {ready: 3m, stall: 2m, grace: 10s}
+telemetry: none
+`)
+	c.Workload.Python, c.Workload.Script = base.Workload.Python, base.Workload.Script
+	if err := c.Resolve(); err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	sum, err := Run(ctx, c, RunOptions{OutDir: out, Backend: &Local{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, _, _ := ReadJournal(filepath.Join(out, JournalFile))
+	for _, r := range recs {
+		if r.Status != StatusOK {
+			t.Errorf("%s: %s: %s\n%s", r.Cell.Label, r.Status, r.Reason, r.StderrTail)
+		}
+	}
+	tab, err := profile.LoadFile(filepath.Join(out, ProfileFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Cells.OK != 2 || len(tab.Models) != 1 || tab.Models[0].Configs[0].IterS[2] <= 0 || len(tab.Pairs) != 1 || tab.Pairs[0].GPUs != 2 {
+		t.Errorf("summary %+v, profile models %+v pairs %+v", sum.Cells, tab.Models, tab.Pairs)
 	}
 }

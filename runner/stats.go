@@ -6,18 +6,35 @@ import (
 	"math/bits"
 	"math/rand/v2"
 	"slices"
+
+	"github.com/montanaflynn/stats"
+	"gonum.org/v1/gonum/stat/distuv"
 )
 
-// BootstrapResamples is the number of percentile-bootstrap resamples behind every CI.
+// BootstrapResamples is the number of percentile-bootstrap resamples behind a bootstrap CI.
 const BootstrapResamples = 10000
+
+// BootstrapMinRepeats is the number of repeat values from which a CI is a percentile bootstrap
+// of the median. Below it the bootstrap only reports the sample range (with 5 values a
+// resampled median equals the smallest value with probability 5.8% > 2.5%), so 2 to 9 values
+// get a Student-t interval of their mean instead, and one value gets no interval.
+const BootstrapMinRepeats = 10
+
+// How a CI was computed (Estimate.Method).
+const (
+	CIBootstrap = "bootstrap" // percentile bootstrap of the median, seeded
+	CIStudentT  = "t"         // mean ± t(0.975, R−1)·s/√R
+	CINone      = "none"      // a single value: no interval
+)
 
 // Dist summarises a sample of step times (milliseconds) or ratios. Percentiles are
 // Hyndman–Fan type 7 (linear interpolation between order statistics, as R's default and
-// NumPy's "linear").
+// NumPy's "linear"); Std is the sample standard deviation.
 type Dist struct {
 	N      int     `json:"n"`
 	Median float64 `json:"median"`
 	Mean   float64 `json:"mean"`
+	Std    float64 `json:"std,omitempty"`
 	P10    float64 `json:"p10"`
 	P25    float64 `json:"p25"`
 	P75    float64 `json:"p75"`
@@ -32,61 +49,98 @@ func Describe(xs []float64) Dist {
 	if len(xs) == 0 {
 		return Dist{}
 	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	sum := 0.0
-	for _, x := range s {
-		sum += x
+	d := Dist{N: len(xs), Median: Median(xs), P10: Quantile(xs, 0.10), P25: Quantile(xs, 0.25),
+		P75: Quantile(xs, 0.75), P90: Quantile(xs, 0.90)}
+	d.Mean, _ = stats.Mean(xs)
+	if len(xs) > 1 {
+		d.Std, _ = stats.StandardDeviationSample(xs)
 	}
-	return Dist{
-		N: len(s), Median: Quantile(s, 0.5), Mean: sum / float64(len(s)),
-		P10: Quantile(s, 0.10), P25: Quantile(s, 0.25), P75: Quantile(s, 0.75), P90: Quantile(s, 0.90),
-	}
+	return d
 }
 
-// Quantile returns the type-7 quantile p ∈ [0, 1] of an ascending sorted sample:
-// h = (n−1)p, Q = x[⌊h⌋] + (h−⌊h⌋)(x[⌊h⌋+1] − x[⌊h⌋]). It returns NaN for an empty sample.
-func Quantile(sorted []float64, p float64) float64 {
-	n := len(sorted)
-	if n == 0 {
+// Quantile returns the type-7 quantile p ∈ [0, 1] of xs (any order; p is clamped): NaN for an
+// empty sample.
+func Quantile(xs []float64, p float64) float64 {
+	if len(xs) == 0 {
 		return math.NaN()
 	}
-	p = min(max(p, 0), 1)
-	h := float64(n-1) * p
-	lo := int(math.Floor(h))
-	if lo >= n-1 {
-		return sorted[n-1]
+	if p <= 0 {
+		v, _ := stats.Min(xs)
+		return v
 	}
-	return sorted[lo] + (h-float64(lo))*(sorted[lo+1]-sorted[lo])
+	v, err := stats.Percentile(xs, min(p, 1)*100)
+	if err != nil {
+		return math.NaN()
+	}
+	return v
 }
 
-// Median returns the median of xs (type 7: the mean of the two middle values for even n);
-// NaN for an empty sample. xs is not modified.
+// Median returns the median of xs (the mean of the two middle values for even n); NaN for an
+// empty sample. xs is not modified.
 func Median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	return Quantile(s, 0.5)
+	v, err := stats.Median(xs)
+	if err != nil {
+		return math.NaN()
+	}
+	return v
 }
 
-// Estimate is a value aggregated over repeats: the median of the per-repeat values with a
-// percentile-bootstrap 95% confidence interval.
+// Estimate is a value aggregated over repeats: the median of the per-repeat values with a 95%
+// confidence interval whose Method depends on their number (BootstrapMinRepeats).
 type Estimate struct {
 	Median float64    `json:"median"`
 	CI     [2]float64 `json:"ci"`
+	// Method is CIBootstrap, CIStudentT or CINone.
+	Method string `json:"ci_method,omitempty"`
 	// N is the number of repeat values behind the estimate.
 	N      int       `json:"n"`
 	Values []float64 `json:"values"`
 }
 
-// Estimate95 aggregates per-repeat values: their median and a bootstrap 95% CI of the median
-// from BootstrapResamples resamples drawn with a PCG seeded by seed. The same values and seed
-// always give the same interval. It returns the zero Estimate for no values.
+// HalfWidth returns the CI's half-width relative to the median (Inf when the median is 0).
+func (e Estimate) HalfWidth() float64 {
+	if e.Median == 0 {
+		return math.Inf(1)
+	}
+	return (e.CI[1] - e.CI[0]) / 2 / math.Abs(e.Median)
+}
+
+// Estimate95 aggregates per-repeat values: their median and a 95% CI — a percentile bootstrap
+// of the median from BootstrapResamples resamples drawn with a PCG seeded by seed when there
+// are at least BootstrapMinRepeats values, else a Student-t interval of the mean, or none for
+// a single value. The same values and seed always give the same interval. It returns the zero
+// Estimate for no values.
 func Estimate95(values []float64, seed uint64) Estimate {
-	if len(values) == 0 {
+	n := len(values)
+	if n == 0 {
 		return Estimate{}
 	}
-	lo, hi := BootstrapCI(values, BootstrapResamples, 0.95, seed)
-	return Estimate{Median: Median(values), CI: [2]float64{lo, hi}, N: len(values), Values: slices.Clone(values)}
+	e := Estimate{Median: Median(values), N: n, Values: slices.Clone(values)}
+	switch {
+	case n == 1:
+		e.CI, e.Method = [2]float64{values[0], values[0]}, CINone
+	case n < BootstrapMinRepeats:
+		lo, hi := TInterval(values, 0.95)
+		e.CI, e.Method = [2]float64{lo, hi}, CIStudentT
+	default:
+		lo, hi := BootstrapCI(values, BootstrapResamples, 0.95, seed)
+		e.CI, e.Method = [2]float64{lo, hi}, CIBootstrap
+	}
+	return e
+}
+
+// TInterval returns the Student-t confidence interval (level e.g. 0.95) of the mean of xs:
+// mean ± t(1−α/2, n−1)·s/√n. It needs two values; fewer give NaNs.
+func TInterval(xs []float64, level float64) (lo, hi float64) {
+	n := len(xs)
+	if n < 2 {
+		return math.NaN(), math.NaN()
+	}
+	mean, _ := stats.Mean(xs)
+	s, _ := stats.StandardDeviationSample(xs)
+	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(n - 1)}.Quantile(1 - (1-level)/2)
+	h := t * s / math.Sqrt(float64(n))
+	return mean - h, mean + h
 }
 
 // BootstrapCI returns the percentile-bootstrap confidence interval (level e.g. 0.95) of the
@@ -108,10 +162,8 @@ func BootstrapCI(xs []float64, resamples int, level float64, seed uint64) (lo, h
 		for i := range buf {
 			buf[i] = xs[uniformIndex(src, uint64(n))]
 		}
-		slices.Sort(buf)
-		meds[r] = Quantile(buf, 0.5)
+		meds[r] = Median(buf)
 	}
-	slices.Sort(meds)
 	alpha := (1 - level) / 2
 	return Quantile(meds, alpha), Quantile(meds, 1-alpha)
 }

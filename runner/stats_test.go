@@ -50,8 +50,9 @@ func TestMedianAndDescribe(t *testing.T) {
 		xs   []float64
 		want Dist
 	}{
-		{"odd", []float64{5, 1, 3}, Dist{N: 3, Median: 3, Mean: 3, P10: 1.4, P25: 2, P75: 4, P90: 4.6}},
-		{"even", []float64{4, 1, 3, 2}, Dist{N: 4, Median: 2.5, Mean: 2.5, P10: 1.3, P25: 1.75, P75: 3.25, P90: 3.7}},
+		{"odd", []float64{5, 1, 3}, Dist{N: 3, Median: 3, Mean: 3, Std: 2, P10: 1.4, P25: 2, P75: 4, P90: 4.6}},
+		{"even", []float64{4, 1, 3, 2}, Dist{N: 4, Median: 2.5, Mean: 2.5, Std: math.Sqrt(5.0 / 3), P10: 1.3, P25: 1.75, P75: 3.25, P90: 3.7}},
+		{"one", []float64{7}, Dist{N: 1, Median: 7, Mean: 7, P10: 7, P25: 7, P75: 7, P90: 7}},
 		{"empty", nil, Dist{}},
 	}
 	for _, tt := range tests {
@@ -101,9 +102,36 @@ func TestBootstrapCI(t *testing.T) {
 	if got := [2]float64{plo, phi}; got != [2]float64{12.5, 18.5} {
 		t.Errorf("pinned CI = %v, want [12.5 18.5]", got)
 	}
+}
+
+// TestEstimateMethods pins which interval each number of repeats gets: none for one value, a
+// Student-t interval of the mean below BootstrapMinRepeats (the bootstrap of a median would be
+// the sample range there), the seeded bootstrap from it on.
+func TestEstimateMethods(t *testing.T) {
+	t.Parallel()
+	if e := Estimate95([]float64{1.4}, 1); e.Method != CINone || e.CI != [2]float64{1.4, 1.4} || e.N != 1 {
+		t.Errorf("one value: %+v", e)
+	}
+	// mean 1.58, s = 0.082158, t(0.975, 4) = 2.776445: 1.58 ∓ 0.102013 (R: t.test(xs)$conf.int).
+	xs := []float64{1.52, 1.61, 1.58, 1.70, 1.49}
 	e := Estimate95(xs, 7)
-	if e.N != 5 || e.Median != med || len(e.Values) != 5 {
-		t.Errorf("Estimate95 = %+v", e)
+	if e.Method != CIStudentT || e.N != 5 || e.Median != 1.58 || math.Abs(e.CI[0]-1.477987) > 1e-5 || math.Abs(e.CI[1]-1.682013) > 1e-5 {
+		t.Errorf("five values: %+v", e)
+	}
+	if hw := e.HalfWidth(); math.Abs(hw-(e.CI[1]-e.CI[0])/2/1.58) > 1e-12 {
+		t.Errorf("half-width %v", hw)
+	}
+	// R: t.test(c(2, 4))$conf.int = -9.706, 15.706: two values give an honest, wide interval.
+	if e := Estimate95([]float64{2, 4}, 1); math.Abs(e.CI[0]+9.7062) > 1e-3 || math.Abs(e.CI[1]-15.7062) > 1e-3 {
+		t.Errorf("two values: %+v", e)
+	}
+	ys := []float64{10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21}
+	e = Estimate95(ys, SeedFor("pinned"))
+	if e.Method != CIBootstrap || e.CI != [2]float64{12.5, 18.5} {
+		t.Errorf("twelve values: %+v, want the pinned bootstrap CI [12.5 18.5]", e)
+	}
+	if lo, hi := TInterval([]float64{3}, 0.95); !math.IsNaN(lo) || !math.IsNaN(hi) {
+		t.Errorf("TInterval of one value = [%v, %v], want NaN", lo, hi)
 	}
 }
 

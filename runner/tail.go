@@ -38,15 +38,3 @@ func (t *tailBuffer) String() string {
 	}
 	return string(b)
 }
-
-// lockedWriter serialises writes from the stdout and stderr goroutines into one log file.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  interface{ Write([]byte) (int, error) }
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
-}

@@ -11,7 +11,7 @@ type Step struct {
 // Ms returns the step's duration from its timestamps, in milliseconds.
 func (s Step) Ms() float64 { return float64(s.T1Ns-s.T0Ns) / 1e6 }
 
-// OverlapWindow returns the window in which all jobs ran (RUNNER.md §3.4): from the latest
+// OverlapWindow returns the window in which all jobs ran: from the latest
 // first-step start to the earliest last-step end. ok is false when a job has no steps or the
 // jobs never overlapped. With one job it is that job's span.
 func OverlapWindow(jobs [][]Step) (lo, hi int64, ok bool) {
@@ -34,7 +34,7 @@ func OverlapWindow(jobs [][]Step) (lo, hi int64, ok bool) {
 }
 
 // InWindow keeps the steps lying entirely inside [lo, hi] and then drops trim steps at each
-// end (RUNNER.md §3.4: trim = 2).
+// end (the default trim is 2).
 func InWindow(steps []Step, lo, hi int64, trim int) []Step {
 	var kept []Step
 	for _, s := range steps {

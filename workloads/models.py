@@ -6,10 +6,12 @@ synthetic global batch, a loss function and an optimizer factory.
 
 Implementation keys (also listed in ``catalog.json``):
 
-- ``torchvision``: resnet50, vgg16, resnet18 from ``torchvision.models``.
+- ``torchvision``: resnet50, vgg16, vgg19, resnet18, shufflenet_v2_x1_0 from ``torchvision.models``.
 - ``transformers``: bert (``BertForMaskedLM``) and gpt2 (``GPT2LMHeadModel``) from Hugging Face transformers.
 - ``torch-encoder`` / ``torch-decoder``: pure-PyTorch stand-ins of the same shape, used when transformers is not
   importable. Their step times differ from the transformers models, so results are labelled with the key.
+- ``atari``: dqn and a2c, small deep-RL learners with the Nature-DQN convolutional body on synthetic Atari frames
+  (4 stacked 84x84 grey frames, 4 actions), as in the SJF-BSBF authors' workload set.
 
 This module imports torch at import time; ``train.py --dry-run`` never imports it.
 """
@@ -47,6 +49,18 @@ class Workload:
     make_batch: Callable[[int, torch.device], Batch]
     loss: Callable[[nn.Module, Batch], torch.Tensor]
     make_optimizer: Callable[[Iterable[nn.Parameter]], torch.optim.Optimizer]
+    # The sample dimension of each batch tensor that differs from 0; None: shared by every micro-batch.
+    batch_dims: Dict[str, Optional[int]] = dataclasses.field(default_factory=dict)
+    # Work done once per optimizer step before its micro-steps (deep RL: acting in the environment).
+    act: Optional[Callable[[nn.Module, Batch], None]] = None
+
+    def micro_batch(self, batch: Batch, j: int, b: int) -> Batch:
+        """The j-th micro-batch of b samples: views of the global batch, never copies."""
+        out = {}
+        for name, t in batch.items():
+            dim = self.batch_dims.get(name, 0)
+            out[name] = t if dim is None else t.narrow(dim, j * b, b)
+        return out
 
 
 class UnavailableImplementation(Exception):
@@ -307,11 +321,199 @@ def build_nlp(model_key: str, impl: str, seq_len: int, tiny: bool) -> Workload:
     )
 
 
+# ---------------------------------------------------------------------------------------------------------------
+# Deep RL: DQN and A2C on synthetic Atari frames
+
+
+ATARI_FRAMES = 4  # frames stacked per observation
+ATARI_SIZE = 84
+ATARI_ACTIONS = 4  # Breakout's action set, the game the authors' learners play
+FRAME_POOL = 8  # distinct synthetic observations per environment, drawn at random as its "next" observation
+
+
+class NatureCNN(nn.Module):
+    """The Nature-DQN convolutional body: 8x8/4 (32), 4x4/2 (64), 3x3/1 (64) convolutions and a 512 linear layer."""
+
+    def __init__(self, in_channels: int = ATARI_FRAMES):
+        super().__init__()
+        self.conv = nn.Sequential(
+            nn.Conv2d(in_channels, 32, kernel_size=8, stride=4), nn.ReLU(),
+            nn.Conv2d(32, 64, kernel_size=4, stride=2), nn.ReLU(),
+            nn.Conv2d(64, 64, kernel_size=3, stride=1), nn.ReLU(),
+        )
+        self.fc = nn.Linear(7 * 7 * 64, 512)
+
+    def forward(self, frames: torch.Tensor) -> torch.Tensor:
+        # Frames are bytes; scale them as the learners' image normaliser does.
+        h = self.conv(frames.float() / 255.0)
+        return F.relu(self.fc(h.flatten(1)))
+
+
+class QNetwork(nn.Module):
+    """Nature CNN + linear Q head (one value per action)."""
+
+    def __init__(self):
+        super().__init__()
+        self.body = NatureCNN()
+        self.head = nn.Linear(512, ATARI_ACTIONS)
+
+    def forward(self, frames: torch.Tensor) -> torch.Tensor:
+        return self.head(self.body(frames))
+
+
+class ActorCritic(nn.Module):
+    """Nature CNN + categorical policy head and value head."""
+
+    def __init__(self):
+        super().__init__()
+        self.body = NatureCNN()
+        self.policy = nn.Linear(512, ATARI_ACTIONS)
+        self.value = nn.Linear(512, 1)
+
+    def forward(self, frames: torch.Tensor):
+        h = self.body(frames)
+        return self.policy(h), self.value(h).squeeze(-1)
+
+
+def synthetic_frames(n: int, device: torch.device) -> torch.Tensor:
+    """n observations of random grey frames (uint8), as the emulator would deliver them."""
+    return torch.randint(0, 256, (n, ATARI_FRAMES, ATARI_SIZE, ATARI_SIZE), dtype=torch.uint8, device=device)
+
+
+class QLearner(nn.Module):
+    """The online Q network (trained; what forward runs) and its target network (frozen)."""
+
+    def __init__(self):
+        super().__init__()
+        self.online = QNetwork()
+        self.target = QNetwork()
+        self.target.load_state_dict(self.online.state_dict())
+        self.target.requires_grad_(False)
+
+    def forward(self, frames: torch.Tensor) -> torch.Tensor:
+        return self.online(frames)
+
+
+def build_dqn(play_steps: int) -> Workload:
+    """DQN: per optimizer step, ``play_steps`` greedy actions on single observations (no gradient), then one
+    Q-learning update on a replay minibatch against the target network.
+
+    The synthetic environment needs no action on the host, so acting never reads the Q values back: the
+    learner's GPU work is the same, without the per-action device synchronisation an emulator would add.
+    """
+    discount = 0.99
+
+    def make_batch(n: int, device: torch.device) -> Batch:
+        return {
+            "states": synthetic_frames(n, device),
+            "next_states": synthetic_frames(n, device),
+            "actions": torch.randint(0, ATARI_ACTIONS, (n,), device=device),
+            "rewards": torch.randint(-1, 2, (n,), device=device).float(),
+            "masks": (torch.rand(n, device=device) > 0.01).float(),
+            "observation": synthetic_frames(1, device),
+        }
+
+    def learner(m: nn.Module) -> QLearner:
+        return m.module if isinstance(m, nn.parallel.DistributedDataParallel) else m
+
+    def act(m: nn.Module, batch: Batch) -> None:
+        with torch.no_grad():
+            obs = batch["observation"]
+            for _ in range(play_steps):
+                obs = torch.roll(obs, shifts=1, dims=1)  # the newest frame enters the stack
+                learner(m).online(obs).argmax(dim=1)
+
+    def loss(m: nn.Module, batch: Batch) -> torch.Tensor:
+        with torch.no_grad():
+            q_next = learner(m).target(batch["next_states"]).max(dim=1).values
+            q_target = batch["rewards"] + discount * batch["masks"] * q_next
+        q = m(batch["states"]).gather(1, batch["actions"].unsqueeze(1)).squeeze(1)
+        return (q_target - q).pow(2).mul(0.5).mean()
+
+    def optimizer(params):
+        trainable = [p for p in params if p.requires_grad]
+        return torch.optim.RMSprop(trainable, lr=2.5e-4, alpha=0.95, eps=0.01, centered=True)
+
+    return Workload(model=QLearner(), impl="atari", make_batch=make_batch, loss=loss, make_optimizer=optimizer,
+                    batch_dims={"observation": None}, act=act)
+
+
+class A2CLearner(nn.Module):
+    """Actor-critic with its rollout in one forward pass, so data parallelism sees one forward per backward.
+
+    forward runs ``rollout_length`` steps of the environments in the batch (each observation through the network,
+    an action sampled from the policy, the synthetic environment's next observation), bootstraps the value of the
+    last observation, computes generalised advantages (tau 1.0) and returns the A2C loss.
+    """
+
+    discount, entropy_weight, value_weight = 0.99, 0.01, 1.0
+
+    def __init__(self, rollout_length: int):
+        super().__init__()
+        self.rollout_length = rollout_length
+        self.net = ActorCritic()
+
+    def forward(self, states, pool, rewards, masks) -> torch.Tensor:
+        n = states.shape[0]
+        rows = torch.arange(n, device=states.device)
+        log_probs, values, entropies = [], [], []
+        for _ in range(self.rollout_length):
+            logits, value = self.net(states)
+            dist = torch.distributions.Categorical(logits=logits)
+            action = dist.sample()
+            log_probs.append(dist.log_prob(action))
+            entropies.append(dist.entropy())
+            values.append(value)
+            # The synthetic environment answers with one of its pooled frames, chosen by the action.
+            pick = (action + torch.randint(0, FRAME_POOL, (n,), device=states.device)) % FRAME_POOL
+            states = pool[rows, pick]
+        with torch.no_grad():
+            returns = self.net(states)[1]
+        next_value, advantage = returns, torch.zeros_like(returns)
+        policy_loss = value_loss = 0.0
+        for t in reversed(range(self.rollout_length)):
+            reward, mask = rewards[t], masks[t]
+            returns = reward + self.discount * mask * returns
+            td = reward + self.discount * mask * next_value - values[t].detach()
+            advantage = advantage * self.discount * mask + td
+            next_value = values[t].detach()
+            policy_loss = policy_loss - (log_probs[t] * advantage).mean()
+            value_loss = value_loss + 0.5 * (returns - values[t]).pow(2).mean()
+        entropy = torch.stack(entropies).mean()
+        return (policy_loss + self.value_weight * value_loss) / self.rollout_length - self.entropy_weight * entropy
+
+
+def build_a2c(rollout_length: int) -> Workload:
+    """A2C: per optimizer step, a rollout of ``rollout_length`` steps of the batch's environments (the batch is
+    the number of environments) and one update of the policy, value and entropy losses."""
+
+    def make_batch(n: int, device: torch.device) -> Batch:
+        return {
+            "states": synthetic_frames(n, device),
+            "pool": synthetic_frames(n * FRAME_POOL, device).view(n, FRAME_POOL, ATARI_FRAMES, ATARI_SIZE, ATARI_SIZE),
+            "rewards": torch.randint(-1, 2, (rollout_length, n), device=device).float(),
+            "masks": (torch.rand(rollout_length, n, device=device) > 0.01).float(),
+        }
+
+    def loss(m: nn.Module, batch: Batch) -> torch.Tensor:
+        return m(batch["states"], batch["pool"], batch["rewards"], batch["masks"])
+
+    def optimizer(params):
+        return torch.optim.RMSprop(params, lr=1e-4, alpha=0.99, eps=1e-5)
+
+    return Workload(model=A2CLearner(rollout_length), impl="atari", make_batch=make_batch, loss=loss,
+                    make_optimizer=optimizer, batch_dims={"rewards": 1, "masks": 1})
+
+
 def build(model_key: str, impl: str, *, image_size: Optional[int], seq_len: Optional[int],
-          tiny: bool) -> Workload:
+          tiny: bool, play_steps: int = 0, rollout_length: int = 0) -> Workload:
     """Build the workload for a catalog model key with the given (already resolved) implementation."""
     if impl == "torchvision":
         return build_cnn(model_key, image_size, tiny)
     if model_key in ("bert", "gpt2"):
         return build_nlp(model_key, impl, seq_len, tiny)
+    if model_key == "dqn":
+        return build_dqn(play_steps)
+    if model_key == "a2c":
+        return build_a2c(rollout_length)
     raise UnavailableImplementation(f"no builder for {model_key}/{impl}")

@@ -27,7 +27,10 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 TRAIN = HERE / "train.py"
 CATALOG = json.loads((HERE / "catalog.json").read_text(encoding="utf-8"))["models"]
-MODELS = ("resnet50", "vgg16", "bert", "resnet18", "gpt2")
+MODELS = tuple(CATALOG)
+# The SJF-BSBF authors' eight models at their batches (Lai-JX/Scheduler, workloads/), named as their traces name them.
+AUTHORS = {"resnet18": 128, "shufflenet_v2_x1_0": 128, "vgg16": 16, "vgg19": 16, "bert": 4, "gpt2": 4, "dqn": 128,
+           "a2c": 64}
 
 HAVE_TORCH = all(importlib.util.find_spec(m) is not None for m in ("torch", "torchvision"))
 needs_torch = unittest.skipUnless(HAVE_TORCH, "torch and torchvision are not importable")
@@ -41,8 +44,9 @@ TINY_CPU = ["--device", "cpu", "--tiny", "--threads", "1", "--warmup-steps", "1"
 DRY = ["--dry-run", "--warmup-steps", "1", "--warmup-seconds", "0"]
 
 START_FIELDS = {
-    "run", "model", "impl", "batch", "sub_batch", "accum", "amp", "tf32", "device", "gpu", "torch",
-    "torchvision", "transformers", "cuda", "cudnn", "python", "pid", "threads", "seed",
+    "run", "model", "impl", "batch", "sub_batch", "accum", "gpus", "amp", "tf32", "precision", "timing", "device",
+    "gpu", "torch", "torchvision", "transformers", "cuda", "cudnn", "python", "pid", "threads", "seed",
+    "cpu_affinity", "cuda_visible_devices",
 }
 
 
@@ -152,10 +156,8 @@ class StreamChecks:
         k = batch // sub_batch
         self.assertEqual((start["model"], start["batch"], start["sub_batch"], start["accum"]),
                          (model, batch, sub_batch, k))
-        if CATALOG[model]["domain"] == "nlp":
-            self.assertIn("seq_len", start)
-        else:
-            self.assertIn("image_size", start)
+        domain = CATALOG[model]["domain"]
+        self.assertIn({"nlp": "seq_len", "rl": "play_steps", "cv": "image_size"}[domain], start)
 
         ready = events[1]
         for field in ("warmup_steps", "warmup_s", "mem_alloc_peak", "mem_reserved_peak", "mem_source"):
@@ -171,7 +173,7 @@ class StreamChecks:
             previous_end = step["t1_ns"]
             # The reported step time is exactly the timestamp difference the runner will compute itself.
             self.assertEqual(step["step_ms"], (step["t1_ns"] - step["t0_ns"]) / 1e6)
-            self.assertLessEqual(sum(step["micro_ms"]), step["step_ms"])
+            self.assertLessEqual(sum(step["micro_ms"]) + step.get("act_ms", 0), step["step_ms"])
             self.assertEqual(step["samples"], batch)
 
         mem, done = events[-2], events[-1]
@@ -287,6 +289,9 @@ class DryRunTests(StreamChecks, unittest.TestCase):
             "image too small": ["--model", "vgg16", "--image-size", "16"],
             "unknown implementation": ["--model", "bert", "--impl", "jax"],
             "bad memory fraction": ["--model", "bert", "--mem-fraction", "1.5"],
+            "zero ranks": ["--model", "bert", "--gpus", "0"],
+            "rank without a store": ["--model", "bert", "--gpus", "2", "--rank", "1"],
+            "negative play steps": ["--model", "dqn", "--play-steps", "-1"],
         }
         for name, args in cases.items():
             with self.subTest(name):
@@ -303,8 +308,28 @@ class DryRunTests(StreamChecks, unittest.TestCase):
                 self.assertGreater(entry["default_batch"], 0)
                 self.assertTrue(entry["impls"])
                 self.assertIn("tiny", entry)
+                self.assertEqual(entry["authors"], key in AUTHORS)
+        for key, batch in AUTHORS.items():
+            self.assertEqual(CATALOG[key]["default_batch"], batch, key)
         self.assertEqual(list(CATALOG["bert"]["impls"]), ["transformers", "torch-encoder"])
         self.assertEqual(list(CATALOG["gpt2"]["impls"]), ["transformers", "torch-decoder"])
+
+    def test_precision_flags(self):
+        for args, want in ((["--precision", "strict-fp32"], "strict-fp32"), (["--tf32"], "tf32"),
+                           (["--strict-fp32"], "strict-fp32"), ([], "default")):
+            with self.subTest(args):
+                child, rc = run_to_cap(self, ["--model", "resnet50", "--batch", "4", "--max-steps", "1", *args, *DRY])
+                self.assertEqual(rc, 0, child.stderr)
+                self.assertEqual(child.events[0]["precision"]["mode"], want)
+                self.assertEqual(child.events[0]["tf32"], want == "tf32")
+        proc = subprocess.run([sys.executable, str(TRAIN), "--model", "bert", "--tf32", "--strict-fp32", "--dry-run"],
+                              capture_output=True, text=True, timeout=EXIT_TIMEOUT, stdin=subprocess.DEVNULL)
+        self.assertEqual(proc.returncode, 2, proc.stderr)
+
+    def test_dry_run_reports_gpus(self):
+        child, rc = run_to_cap(self, ["--model", "gpt2", "--batch", "2", "--gpus", "4", "--max-steps", "1", *DRY])
+        self.assertEqual(rc, 0, child.stderr)
+        self.assertEqual(child.events[0]["gpus"], 4)
 
 
 @needs_torch
@@ -376,6 +401,25 @@ class TorchTinyTests(StreamChecks, unittest.TestCase):
         self.assertNotIn(rc, (0, 2, 3))
         self.assertEqual(len(by_event(child.events, "step")), 1)
         self.assertIn("Traceback", child.stderr)
+
+    def test_two_rank_gloo_job(self):
+        """A job of two processes (torch.distributed, gloo on CPU): rank 0 speaks the protocol, rank 1 follows."""
+        child, rc = run_to_cap(self, ["--model", "resnet18", "--batch", "4", "--sub-batch", "2", "--gpus", "2",
+                                      "--max-steps", "3", *TINY_CPU])
+        self.assertEqual(rc, 0, child.stderr[-3000:])
+        self.check_stream(child.events, model="resnet18", batch=4, sub_batch=2, steps=3, exit_reason="cap")
+        self.assertEqual((child.events[0]["gpus"], child.events[0]["dist_backend"]), (2, "gloo"))
+
+    def test_failed_rank_fails_the_job(self):
+        child = Child(["--model", "bert", "--batch", "2", "--gpus", "2", *TINY_CPU])
+        self.addCleanup(child.kill)
+        child.ready()
+        ranks = [int(p) for p in Path(f"/proc/{child.proc.pid}/task/{child.proc.pid}/children").read_text().split()]
+        self.assertEqual(len(ranks), 1, "rank 0 starts one other rank")
+        os.kill(ranks[0], 9)
+        rc = child.drain()
+        self.assertEqual(rc, 1, child.stderr[-3000:])
+        self.assertIn("rank 1 exited", child.stderr)
 
     def test_bf16_autocast(self):
         child, rc = run_to_cap(self, ["--model", "gpt2", "--batch", "2", "--amp", "bf16", "--max-steps", "1",
@@ -454,12 +498,71 @@ class ModelTests(unittest.TestCase):
         import torch  # noqa: PLC0415
         import torch_session  # noqa: PLC0415
 
-        self.assertTrue(torch_session.is_cuda_oom(RuntimeError("CUDA out of memory. Tried to allocate 2 GiB")))
-        self.assertTrue(torch_session.is_cuda_oom(torch_session.TorchSession.synthetic_oom("build")))
-        self.assertFalse(torch_session.is_cuda_oom(RuntimeError("shape mismatch")))
-        self.assertFalse(torch_session.is_cuda_oom(ValueError("out of memory")))
+        is_oom = torch_session.is_oom
+        self.assertTrue(is_oom(RuntimeError("CUDA out of memory. Tried to allocate 2 GiB")))
+        self.assertTrue(is_oom(torch_session.TorchSession.synthetic_oom("build")))
+        self.assertTrue(is_oom(RuntimeError("CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`")))
+        self.assertTrue(is_oom(RuntimeError("cuDNN error: CUDNN_STATUS_ALLOC_FAILED")))
+        self.assertTrue(is_oom(MemoryError()))
+        wrapped = ValueError("step failed")
+        wrapped.__cause__ = RuntimeError("NCCL error: unhandled cuda error: Cuda failure 'out of memory'")
+        self.assertTrue(is_oom(wrapped), "an allocation failure as the cause of another error")
+        self.assertFalse(is_oom(RuntimeError("shape mismatch")))
+        self.assertFalse(is_oom(ValueError("out of memory")))
         if hasattr(torch.cuda, "OutOfMemoryError"):
-            self.assertTrue(torch_session.is_cuda_oom(torch.cuda.OutOfMemoryError("x")))
+            self.assertTrue(is_oom(torch.cuda.OutOfMemoryError("x")))
+
+    def test_rl_sizes_and_micro_batches(self):
+        import torch  # noqa: PLC0415
+        import models  # noqa: PLC0415
+
+        for key, extra in (("dqn", dict(play_steps=2)), ("a2c", dict(rollout_length=2))):
+            with self.subTest(key):
+                w = models.build(key, "atari", image_size=None, seq_len=None, tiny=True, **extra)
+                trainable = sum(p.numel() for p in w.model.parameters() if p.requires_grad)
+                self.assertEqual(trainable, CATALOG[key]["impls"]["atari"]["params"])
+                batch = w.make_batch(6, torch.device("cpu"))
+                parts = [w.micro_batch(batch, j, 3) for j in range(2)]
+                for name, t in batch.items():
+                    dim = w.batch_dims.get(name, 0)
+                    if dim is None:
+                        self.assertIs(parts[0][name], t, f"{name} is shared by the micro-batches")
+                    else:
+                        self.assertEqual(parts[1][name].shape[dim], 3, name)
+                        self.assertEqual(parts[1][name].data_ptr() != t.data_ptr(), True, f"{name}: second half")
+                if w.act is not None:
+                    w.act(w.model, batch)
+                w.loss(w.model, parts[0]).backward()
+                self.assertTrue(all(p.grad is not None for p in w.model.parameters() if p.requires_grad))
+        learner = models.build("dqn", "atari", image_size=None, seq_len=None, tiny=True, play_steps=0).model
+        self.assertTrue(all(p.grad is None for p in learner.target.parameters()), "the target network is frozen")
+
+    def test_step_clock_and_acting(self):
+        import torch  # noqa: PLC0415
+        import torch_session  # noqa: PLC0415
+
+        model = torch.nn.Linear(4, 1)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        data = torch.ones(4, 4)
+        acted = []
+        micro = [lambda j=j: {"x": data[2 * j:2 * j + 2]} for j in range(2)]
+        t0, t1, spans, act_ns = torch_session.accumulation_step(
+            model, opt, micro, lambda m, b: m(b["x"]).sum(), contextlib.nullcontext, torch_session.WallClock(),
+            act=lambda: (acted.append(1), time.sleep(0.01)))
+        self.assertEqual(acted, [1])
+        self.assertEqual(len(spans), 2)
+        self.assertGreaterEqual(act_ns, 10_000_000)
+        self.assertLessEqual(sum(spans) + act_ns, t1 - t0)
+
+    def test_precision_report(self):
+        import torch_session  # noqa: PLC0415
+
+        report = torch_session.precision_report("default", cuda=False)
+        self.assertEqual(report["mode"], "default")
+        self.assertIn("note", report)
+        self.assertIn(report["conv_tf32"], (True, False, None))
+        with self.assertRaises(torch_session.SetupError):
+            torch_session.apply_precision("fp64")
 
     def test_ddp_accumulation_uses_no_sync(self):
         import torch  # noqa: PLC0415
@@ -485,9 +588,9 @@ class ModelTests(unittest.TestCase):
                 model.no_sync = counting_no_sync
                 batch = workload.make_batch(6, torch.device("cpu"))
                 micro = [lambda j=j: {n: t[2 * j:2 * j + 2] for n, t in batch.items()} for j in range(3)]
-                t0, t1, micro_ns = torch_session.accumulation_step(
+                t0, t1, micro_ns, _ = torch_session.accumulation_step(
                     model, workload.make_optimizer(model.parameters()), micro, workload.loss,
-                    contextlib.nullcontext, lambda: None)
+                    contextlib.nullcontext, torch_session.WallClock())
                 self.assertEqual(len(entered), 2, "first k-1 of k=3 micro-steps skip the all-reduce")
                 self.assertEqual(len(micro_ns), 3)
                 self.assertLess(t0, t1)

@@ -17,12 +17,15 @@ import json
 import os
 import platform
 import random
+import shutil
+import subprocess
 import sys
+import tempfile
 import threading
 import time
 import traceback
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 PROTOCOL_VERSION = 1
 
@@ -37,6 +40,9 @@ MIN_IMAGE_SIZE = 32  # ResNet and VGG halve the resolution five times
 OOM_MESSAGE_LIMIT = 2000  # characters of the exception text carried in the oom event
 INJECT_PHASES = ("build", "warmup", "measure")
 DEFAULT_THREADS = 2  # as Muri: leaves CPU for the co-runner in pair runs
+PRECISIONS = ("default", "strict-fp32", "tf32")
+MAX_RANKS = 64
+WORKER_EXIT_TIMEOUT = 60.0  # seconds rank 0 waits for the other ranks to exit after the measurement
 
 # --dry-run timing and memory model: small, deterministic (seeded jitter) and monotone in the sub-batch, so that
 # protocol tests run fast and still see k micro-steps whose cost grows with b.
@@ -47,9 +53,9 @@ DRY_JITTER = 0.05
 DRY_MEM_BASE = 512 << 20
 DRY_MEM_PER_SAMPLE = 16 << 20
 
-# A timing triple returned by a session's step(): start and end (time.monotonic_ns) and each micro-step's
-# duration in nanoseconds.
-StepTiming = Tuple[int, int, List[int]]
+# What a session's step() returns: start and end (time.monotonic_ns), each micro-step's duration in nanoseconds,
+# and the duration of the step's acting phase (deep RL) or None.
+StepTiming = Tuple[int, int, List[int], Optional[int]]
 
 
 class UsageError(Exception):
@@ -119,7 +125,7 @@ class Config:
     warmup_seconds: float
     max_steps: int
     amp: str
-    tf32: bool
+    precision: str
     threads: int
     seed: int
     run_id: str
@@ -128,6 +134,16 @@ class Config:
     dry_run: bool
     mem_fraction: Optional[float]
     inject: Injection
+    play_steps: int = 0  # dqn: greedy actions per optimizer step
+    rollout_length: int = 0  # a2c: environment steps per optimizer step
+    world_size: int = 1  # processes (GPUs) of the job; rank 0 speaks the protocol
+    rank: int = 0
+    dist_store: str = ""  # torch.distributed file store shared by the ranks
+    parent_pid: int = 0  # ranks > 0: rank 0's pid
+
+    @property
+    def tf32(self) -> bool:
+        return self.precision == "tf32"
 
 
 def load_catalog(path: Path = CATALOG_PATH) -> Dict[str, dict]:
@@ -137,7 +153,7 @@ def load_catalog(path: Path = CATALOG_PATH) -> Dict[str, dict]:
 
 
 def build_parser(catalog: Dict[str, dict]) -> argparse.ArgumentParser:
-    """Command-line flags (RUNNER.md §6)."""
+    """Command-line flags (README.md, "Flags")."""
     p = argparse.ArgumentParser(
         prog="train.py",
         description="sharebench training workload speaking protocol v1 (JSON lines) on stdout/stdin.",
@@ -154,7 +170,18 @@ def build_parser(catalog: Dict[str, dict]) -> argparse.ArgumentParser:
     p.add_argument("--warmup-seconds", type=float, default=10.0, help="and at least this long")
     p.add_argument("--max-steps", type=int, default=0, help="step cap after go (0: none; stop ends the run)")
     p.add_argument("--amp", choices=("off", "bf16"), default="off")
-    p.add_argument("--tf32", action="store_true", help="allow TF32 matmuls and convolutions (default off)")
+    p.add_argument("--precision", choices=PRECISIONS, default="default",
+                   help="FP32 math: PyTorch's default (cuDNN convolutions may use TF32, matmuls do not), "
+                        "strict-fp32 (no TF32) or tf32 (TF32 everywhere)")
+    p.add_argument("--tf32", action="store_true", help="the same as --precision tf32")
+    p.add_argument("--strict-fp32", action="store_true", help="the same as --precision strict-fp32")
+    p.add_argument("--gpus", type=int, default=1,
+                   help="processes of the job, one per GPU (torch.distributed: NCCL on CUDA, gloo on CPU)")
+    p.add_argument("--play-steps", type=int, help="dqn: greedy actions per optimizer step (default from the catalog)")
+    p.add_argument("--rollout-length", type=int, help="a2c: environment steps per update (default from the catalog)")
+    p.add_argument("--rank", type=int, default=0, help=argparse.SUPPRESS)
+    p.add_argument("--dist-store", default="", help=argparse.SUPPRESS)
+    p.add_argument("--parent-pid", type=int, default=0, help=argparse.SUPPRESS)
     p.add_argument("--threads", type=int, default=DEFAULT_THREADS, help="torch and OpenMP CPU threads")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--run-id", default="", help="run identifier echoed in the start event")
@@ -183,14 +210,30 @@ def resolve_config(args: argparse.Namespace, catalog: Dict[str, dict]) -> Config
 
     tiny = entry.get("tiny", {}) if args.tiny else {}
     seq_len = image_size = None
+    play_steps = rollout_length = 0
     if entry["domain"] == "nlp":
         seq_len = args.seq_len or tiny.get("seq_len") or entry["seq_len"]
         if not 2 <= seq_len <= entry["max_seq_len"]:
             raise UsageError(f"--seq-len {seq_len}: {args.model} takes 2..{entry['max_seq_len']}")
+    elif entry["domain"] == "rl":
+        play_steps = args.play_steps if args.play_steps is not None else tiny.get("play_steps", entry.get("play_steps", 0))
+        rollout_length = (args.rollout_length if args.rollout_length is not None
+                          else tiny.get("rollout_length", entry.get("rollout_length", 0)))
+        if play_steps < 0 or (args.model == "a2c" and rollout_length < 1):
+            raise UsageError("--play-steps must not be negative and --rollout-length must be positive")
     else:
         image_size = args.image_size or tiny.get("image_size") or entry["image_size"]
         if image_size < MIN_IMAGE_SIZE:
             raise UsageError(f"--image-size {image_size}: at least {MIN_IMAGE_SIZE}")
+    precision = args.precision
+    if args.tf32 or args.strict_fp32:
+        if args.tf32 and args.strict_fp32 or precision != "default":
+            raise UsageError("give one of --precision, --tf32 and --strict-fp32")
+        precision = "tf32" if args.tf32 else "strict-fp32"
+    if not 1 <= args.gpus <= MAX_RANKS:
+        raise UsageError(f"--gpus {args.gpus}: want 1..{MAX_RANKS}")
+    if not 0 <= args.rank < args.gpus or (args.rank > 0) != bool(args.dist_store):
+        raise UsageError("--rank and --dist-store are set by rank 0 for the other ranks")
 
     if args.warmup_steps < 0 or args.warmup_seconds < 0 or args.max_steps < 0:
         raise UsageError("--warmup-steps, --warmup-seconds and --max-steps must not be negative")
@@ -204,9 +247,10 @@ def resolve_config(args: argparse.Namespace, catalog: Dict[str, dict]) -> Config
         batch=batch, sub_batch=sub_batch, accum=batch // sub_batch,
         seq_len=seq_len, image_size=image_size, device=args.device,
         warmup_steps=args.warmup_steps, warmup_seconds=args.warmup_seconds, max_steps=args.max_steps,
-        amp=args.amp, tf32=args.tf32, threads=args.threads, seed=args.seed, run_id=args.run_id,
+        amp=args.amp, precision=precision, threads=args.threads, seed=args.seed, run_id=args.run_id,
         h2d=args.h2d, tiny=args.tiny, dry_run=args.dry_run, mem_fraction=args.mem_fraction,
-        inject=parse_injection(args.inject),
+        inject=parse_injection(args.inject), play_steps=play_steps, rollout_length=rollout_length,
+        world_size=args.gpus, rank=args.rank, dist_store=args.dist_store, parent_pid=args.parent_pid,
     )
 
 
@@ -231,12 +275,16 @@ class Protocol:
 
     def __init__(self, stream):
         self._stream = stream
+        self._lock = threading.Lock()  # rank 0's watcher thread may report a failed rank
 
     def emit(self, event: str, **fields) -> None:
         record = {"v": PROTOCOL_VERSION, "event": event}
         record.update(fields)
-        self._stream.write(json.dumps(record, separators=(",", ":")) + "\n")
-        self._stream.flush()
+        line = json.dumps(record, separators=(",", ":")) + "\n"
+        with self._lock:
+            if self._stream is not None:
+                self._stream.write(line)
+                self._stream.flush()
 
 
 class Commands:
@@ -312,10 +360,11 @@ class DrySession:
 
     Each micro-step sleeps a synthetic, seeded time, so the timestamps in the stream are real monotonic times and
     the parent can exercise barriers and overlap windows. Memory figures are synthetic too (``mem_source``
-    "dry-run").
+    "dry-run"). A job of several ranks runs as rank 0 alone.
     """
 
     mem_source = "dry-run"
+    ranks = None
 
     def __init__(self, cfg: Config):
         self._cfg = cfg
@@ -328,6 +377,8 @@ class DrySession:
             "device": "cuda:0" if self._cfg.device == "cuda" else "cpu",
             "gpu": None,
             "torch": None, "torchvision": None, "transformers": None, "cuda": None, "cudnn": None,
+            "precision": {"mode": self._cfg.precision, "note": "dry run: no math"},
+            "timing": "wall",
         }
 
     def build(self) -> None:
@@ -344,11 +395,17 @@ class DrySession:
             time.sleep(self._micro_s * self._rng.uniform(1 - DRY_JITTER, 1 + DRY_JITTER))
             micro.append(time.monotonic_ns() - start)
         time.sleep(DRY_OPTIMIZER_MS / 1e3)
-        return t0, time.monotonic_ns(), micro
+        return t0, time.monotonic_ns(), micro, None
 
-    def memory_peaks(self) -> Tuple[int, int]:
+    def reset_peaks(self) -> None:
+        """Synthetic peaks do not change between phases."""
+
+    def memory_peaks(self) -> Tuple[int, int, Optional[int]]:
         allocated = DRY_MEM_BASE + DRY_MEM_PER_SAMPLE * self._cfg.sub_batch
-        return allocated, allocated + allocated // 4
+        return allocated, allocated + allocated // 4, None
+
+    def close(self) -> None:
+        """Nothing to release."""
 
     @staticmethod
     def is_oom(exc: BaseException) -> bool:
@@ -363,54 +420,89 @@ class DrySession:
 # The run
 
 
+def cpu_ranges(cpus) -> str:
+    """CPU numbers as a compact list, e.g. "0-3,8"."""
+    out, run = [], []
+    for c in sorted(cpus):
+        if run and c == run[-1] + 1:
+            run.append(c)
+            continue
+        if run:
+            out.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
+        run = [c]
+    if run:
+        out.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
+    return ",".join(out)
+
+
+def cpu_affinity() -> Optional[str]:
+    try:
+        return cpu_ranges(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return None
+
+
 def start_event(cfg: Config, session) -> dict:
     """Fields of the start event: the configuration, then what the session reports about the host."""
     fields = {"run": cfg.run_id, "model": cfg.model}
     host = session.start_fields()
     fields["impl"] = host.pop("impl")
-    fields.update(batch=cfg.batch, sub_batch=cfg.sub_batch, accum=cfg.accum)
+    fields.update(batch=cfg.batch, sub_batch=cfg.sub_batch, accum=cfg.accum, gpus=cfg.world_size)
     if cfg.seq_len is not None:
         fields["seq_len"] = cfg.seq_len
     if cfg.image_size is not None:
         fields["image_size"] = cfg.image_size
+    if cfg.domain == "rl":
+        fields.update(play_steps=cfg.play_steps, rollout_length=cfg.rollout_length)
     fields.update(amp=cfg.amp, tf32=cfg.tf32)
     fields.update(host)
     fields.update(
         python=platform.python_version(), pid=os.getpid(), threads=cfg.threads, seed=cfg.seed,
         tiny=cfg.tiny, h2d=cfg.h2d, mem_fraction=cfg.mem_fraction, dry_run=cfg.dry_run,
+        cpu_affinity=cpu_affinity(), cuda_visible_devices=os.environ.get("CUDA_VISIBLE_DEVICES"),
     )
     return fields
 
 
+def decide(session, value: int) -> int:
+    """Rank 0's decision, on every rank of the job (just value for a single process)."""
+    return value if session.ranks is None else session.ranks.decide(value)
+
+
 def warm_up(session, cfg: Config) -> Tuple[int, float]:
-    """Run warm-up steps until both --warmup-steps and --warmup-seconds are reached."""
+    """Run warm-up steps until both --warmup-steps and --warmup-seconds are reached (rank 0 decides)."""
     if cfg.inject.oom_in("warmup"):
         raise session.synthetic_oom("warmup")
     start = time.monotonic()
     steps = 0
-    while steps < cfg.warmup_steps or time.monotonic() - start < cfg.warmup_seconds:
+    while decide(session, int(steps < cfg.warmup_steps or time.monotonic() - start < cfg.warmup_seconds)):
         session.step()
         steps += 1
     return steps, time.monotonic() - start
 
 
-def measure(session, cfg: Config, protocol: Protocol, commands: Commands) -> Tuple[int, str]:
+def measure(session, cfg: Config, protocol: Protocol, commands) -> Tuple[int, str]:
     """Timed steps after go, until stop/EOF ("ok") or the step cap ("cap"). Returns (steps, exit)."""
     step = 0
     while True:
         if cfg.max_steps and step >= cfg.max_steps:
-            return step, "cap"
-        if commands.stop_requested:
-            return step, "ok"
+            reason = "cap"
+        elif commands.stop_requested:
+            reason = "ok"
+        else:
+            reason = ""
+        if not decide(session, int(reason == "")):
+            return step, reason or "ok"
         if cfg.inject.oom_in("measure"):
             raise session.synthetic_oom("measure")
         if cfg.inject.crash_at(step):
             raise InjectedCrash(f"injected crash at step {step} (--inject crash@{step})")
-        t0, t1, micro = session.step()
-        protocol.emit(
-            "step", i=step, t0_ns=t0, t1_ns=t1, micro_ms=[ms(m) for m in micro], step_ms=ms(t1 - t0),
-            opt_ms=ms(t1 - t0 - sum(micro)), samples=cfg.batch,
-        )
+        t0, t1, micro, act = session.step()
+        fields = dict(i=step, t0_ns=t0, t1_ns=t1, micro_ms=[ms(m) for m in micro], step_ms=ms(t1 - t0),
+                      opt_ms=ms(t1 - t0 - sum(micro) - (act or 0)), samples=cfg.batch)
+        if act is not None:
+            fields["act_ms"] = ms(act)
+        protocol.emit("step", **fields)
         step += 1
 
 
@@ -421,34 +513,53 @@ def hang_forever() -> None:
         time.sleep(3600)
 
 
-def run(session, cfg: Config, protocol: Protocol, commands: Commands) -> int:
-    """Drive one workload process through the protocol; returns the exit code."""
+class Phase:
+    """The phase rank 0 is in, for the oom event a failed rank causes."""
+
+    name = "build"
+
+
+def run(session, cfg: Config, protocol: Protocol, commands, phase: Optional[Phase] = None,
+        finish: Optional[Callable[[], int]] = None) -> int:
+    """Drive one workload process through the protocol; returns the exit code. Ranks > 0 run the same steps
+    with a silent protocol and follow rank 0's decisions. finish, when given, runs before "done" (rank 0 waits for
+    the other ranks there); a non-zero code from it ends the run without "done"."""
+    phase = phase or Phase()
     protocol.emit("start", **start_event(cfg, session))
-    phase = "build"
     try:
         if cfg.inject.oom_in("build"):
             raise session.synthetic_oom("build")
         session.build()
-        phase = "warmup"
+        phase.name = "warmup"
+        session.reset_peaks()
         warmup_steps, warmup_s = warm_up(session, cfg)
-        allocated, reserved = session.memory_peaks()
-        protocol.emit(
-            "ready", warmup_steps=warmup_steps, warmup_s=round(warmup_s, 6), mem_alloc_peak=allocated,
-            mem_reserved_peak=reserved, mem_source=session.mem_source, params=session.params(),
-        )
+        allocated, reserved, device = session.memory_peaks()
+        ready = dict(warmup_steps=warmup_steps, warmup_s=round(warmup_s, 6), mem_alloc_peak=allocated,
+                     mem_reserved_peak=reserved, mem_source=session.mem_source, params=session.params())
+        if device is not None:
+            ready["mem_device_bytes"] = device
+        protocol.emit("ready", **ready)
         if cfg.inject.kind == "hang":
             hang_forever()
         commands.wait_for_go()
-        phase = "measure"
+        phase.name = "measure"
+        session.reset_peaks()
         steps, exit_reason = measure(session, cfg, protocol, commands)
+        allocated, reserved, device = session.memory_peaks()
     except Exception as exc:  # noqa: BLE001 - everything that is not an OOM is re-raised
         if not session.is_oom(exc):
             raise
         traceback.print_exc(file=sys.stderr)
-        protocol.emit("oom", phase=phase, msg=str(exc).strip()[:OOM_MESSAGE_LIMIT])
+        protocol.emit("oom", phase=phase.name, msg=str(exc).strip()[:OOM_MESSAGE_LIMIT])
         return EXIT_OOM
-    allocated, reserved = session.memory_peaks()
-    protocol.emit("mem", max_allocated=allocated, max_reserved=reserved, mem_source=session.mem_source)
+    mem = dict(max_allocated=allocated, max_reserved=reserved, mem_source=session.mem_source)
+    if device is not None:
+        mem["mem_device_bytes"] = device
+    protocol.emit("mem", **mem)
+    if finish is not None:
+        code = finish()
+        if code != EXIT_OK:
+            return code
     protocol.emit("done", steps=steps, exit=exit_reason)
     return EXIT_OK
 
@@ -469,7 +580,83 @@ def make_session(cfg: Config, catalog_entry: dict):
         raise SetupError(str(exc)) from exc
 
 
+# ---------------------------------------------------------------------------------------------------------------
+# Ranks of a multi-process job
+
+
+def die_with_parent(parent_pid: int) -> None:
+    """Ask the kernel to SIGKILL this process when its parent dies (Linux), and exit now if it already has."""
+    try:
+        import ctypes  # noqa: PLC0415
+        import signal  # noqa: PLC0415
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+    if parent_pid and os.getppid() != parent_pid:
+        os._exit(EXIT_ERROR)
+
+
+class Workers:
+    """Ranks 1..n-1 of a job, started by rank 0 as children in its process group (so the runner's group kill
+    reaches them) with the same flags; they die with rank 0. A watcher turns a rank that fails into rank 0's
+    failure: an out-of-memory exit (code 3) becomes an oom event, anything else ends rank 0 with code 1."""
+
+    def __init__(self, argv: List[str], cfg: Config, protocol: Protocol, phase: Phase):
+        self.store_dir = tempfile.mkdtemp(prefix="sharebench-dist-")
+        self.store = os.path.join(self.store_dir, "store")
+        self._protocol, self._phase, self._done = protocol, phase, threading.Event()
+        self.procs = []
+        for rank in range(1, cfg.world_size):
+            cmd = [sys.executable, str(Path(__file__).resolve()), *argv, "--rank", str(rank),
+                   "--dist-store", self.store, "--parent-pid", str(os.getpid())]
+            self.procs.append(subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=sys.stderr.fileno()))
+        self._watcher = threading.Thread(target=self._watch, name="ranks", daemon=True)
+        self._watcher.start()
+
+    def _watch(self) -> None:
+        while not self._done.wait(0.2):
+            for rank, proc in enumerate(self.procs, start=1):
+                code = proc.poll()
+                if code is None or code == 0:
+                    continue
+                if code == EXIT_OOM:
+                    self._protocol.emit("oom", phase=self._phase.name, msg=f"rank {rank}: out of memory (exit code 3)")
+                    os._exit(EXIT_OOM)
+                log(f"error: rank {rank} exited with code {code}")
+                os._exit(EXIT_ERROR)
+
+    def finish(self) -> int:
+        """Wait for the ranks after a clean end; EXIT_ERROR if one failed or hung."""
+        self._done.set()
+        self._watcher.join()
+        code = EXIT_OK
+        for rank, proc in enumerate(self.procs, start=1):
+            try:
+                rc = proc.wait(WORKER_EXIT_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                rc = proc.wait()
+            if rc != 0:
+                log(f"error: rank {rank} exited with code {rc}")
+                code = EXIT_ERROR
+        return code
+
+    def cleanup(self) -> None:
+        shutil.rmtree(self.store_dir, ignore_errors=True)
+
+
+class NoCommands:
+    """What ranks > 0 see instead of stdin: rank 0's decisions arrive by broadcast."""
+
+    stop_requested = False
+
+    def wait_for_go(self) -> None:
+        """Rank 0 releases the measurement through its first decision."""
+
+
 def main(argv: Optional[List[str]] = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
     catalog = load_catalog()
     parser = build_parser(catalog)
     args = parser.parse_args(argv)
@@ -477,15 +664,35 @@ def main(argv: Optional[List[str]] = None) -> int:
         cfg = resolve_config(args, catalog)
     except UsageError as exc:
         parser.error(str(exc))  # exits with EXIT_USAGE
+    if cfg.rank > 0:
+        die_with_parent(cfg.parent_pid)
+        cfg = dataclasses.replace(cfg, inject=Injection())  # failures are injected into rank 0 only
+        session = make_session(cfg, catalog[cfg.model])
+        try:
+            return run(session, cfg, Protocol(None), NoCommands())
+        finally:
+            session.close()
     protocol = Protocol(claim_stdout())
     commands = Commands()
     commands.start()  # from the start, so that a stop or EOF during warm-up is not lost
+    phase = Phase()
+    workers = None
+    if cfg.world_size > 1 and not cfg.dry_run:
+        workers = Workers(argv, cfg, protocol, phase)
+        cfg = dataclasses.replace(cfg, dist_store=workers.store)
     try:
-        session = make_session(cfg, catalog[cfg.model])
-    except SetupError as exc:
-        log(f"error: {exc}")
-        return EXIT_ERROR
-    return run(session, cfg, protocol, commands)
+        try:
+            session = make_session(cfg, catalog[cfg.model])
+        except SetupError as exc:
+            log(f"error: {exc}")
+            return EXIT_ERROR
+        try:
+            return run(session, cfg, protocol, commands, phase, workers.finish if workers else None)
+        finally:
+            session.close()
+    finally:
+        if workers is not None:
+            workers.cleanup()
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/sharebench/sharebench/bench"
+	"github.com/sharebench/sharebench/engine"
 	"github.com/sharebench/sharebench/runner"
 )
 
@@ -178,7 +179,7 @@ func (f *sweepFlags) sweep(ctx context.Context, in *bench.Inputs, runs []bench.R
 	if err != nil {
 		return nil, err
 	}
-	s := &runner.Slurm{Config: cfg, Logger: log}
+	s := &engine.Slurm{Config: cfg, Logger: log}
 	if err := s.Probe(ctx); err != nil {
 		return nil, err
 	}

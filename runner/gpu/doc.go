@@ -7,6 +7,6 @@
 // reads: it never changes compute mode, MIG mode, clocks or power limits, and it never starts
 // MPS daemons. Iteration times never come from here; they come from the workload.
 //
-// NVML rule (RUNNER.md §8.1): after a failed nvml.Init no other NVML function is called, ever.
+// NVML rule: after a failed nvml.Init no other NVML function is called, ever.
 // Only nvml.go imports go-nvml.
 package gpu

@@ -15,6 +15,9 @@ type Fake struct {
 	Throttle uint64
 	// MPSProcs is reported in every sample.
 	MPSProcs int
+	// Procs, when set, are the compute processes of every device (tests of the foreign-process
+	// check); ComputeProcs is then their number.
+	Procs []Proc
 }
 
 // NewFake returns a fake sampler with n devices.
@@ -44,6 +47,9 @@ func (f *Fake) Sample(context.Context) ([]Sample, error) {
 		out[i] = Sample{
 			MonoNs: mono, Index: i, SMClockMHz: 1980, UtilPct: 90, MemUsedBytes: 1 << 30, PowerMW: 300000,
 			EnergyMJ: f.calls * 1000, Throttle: f.Throttle, ComputeProcs: 1, MPSProcs: f.MPSProcs,
+		}
+		if f.Procs != nil {
+			out[i].Procs, out[i].ComputeProcs = f.Procs, len(f.Procs)
 		}
 	}
 	return out, nil

@@ -53,6 +53,17 @@ type Sample struct {
 	Throttle     uint64 `json:"throttle,omitempty"`
 	ComputeProcs int    `json:"compute_procs"`
 	MPSProcs     int    `json:"mps_procs"`
+	// Procs are the compute processes on the device (the runner checks for foreign ones
+	// before a cell).
+	Procs []Proc `json:"procs,omitempty"`
+}
+
+// Proc is a compute process on a GPU. PIDs are the host's (inside a container they differ).
+type Proc struct {
+	PID int `json:"pid"`
+	// Name is the process name where the source reports it (nvidia-smi), else "".
+	Name      string `json:"name,omitempty"`
+	UsedBytes int64  `json:"used_bytes,omitempty"`
 }
 
 // A Sampler reads telemetry. Implementations: NVML (cgo), nvidia-smi, none and fake.

@@ -12,7 +12,7 @@ import (
 
 // NVML samples telemetry through the NVIDIA Management Library. It is the only type in the
 // repository that touches go-nvml. Build it with OpenNVML; once Init has failed the library is
-// never called again (RUNNER.md §8.1: any further call can kill the process).
+// never called again (any further call can kill the process).
 type NVML struct {
 	lib    nvml.Interface
 	devs   []nvml.Device
@@ -130,6 +130,9 @@ func (n *NVML) Sample(context.Context) ([]Sample, error) {
 		}
 		if p, ret := d.GetComputeRunningProcesses(); ret == nvml.SUCCESS {
 			s.ComputeProcs = len(p)
+			for _, pi := range p {
+				s.Procs = append(s.Procs, Proc{PID: int(pi.Pid), UsedBytes: int64(pi.UsedGpuMemory)})
+			}
 		}
 		if p, ret := d.GetMPSComputeRunningProcesses(); ret == nvml.SUCCESS {
 			s.MPSProcs = len(p)

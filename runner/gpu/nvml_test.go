@@ -15,7 +15,7 @@ import (
 func TestNVMLInitFailureTouchesNothingElse(t *testing.T) {
 	t.Parallel()
 	// Every method but Init is nil: calling one panics ("method is nil"), standing in for the
-	// dynamic loader killing the process after a failed Init (RUNNER.md §8.1).
+	// dynamic loader killing the process after a failed Init.
 	lib := &mock.Interface{InitFunc: func() nvml.Return { return nvml.ERROR_LIBRARY_NOT_FOUND }}
 	_, err := openNVML(lib)
 	if !errors.Is(err, ErrUnavailable) {

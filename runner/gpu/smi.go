@@ -170,6 +170,7 @@ func (s *SMI) Sample(ctx context.Context) ([]Sample, error) {
 		for i := range samples {
 			if samples[i].Index == idx {
 				samples[i].ComputeProcs++
+				samples[i].Procs = append(samples[i].Procs, Proc{PID: p.PID, Name: p.ProcessName, UsedBytes: p.UsedMemBytes})
 				if p.MPSServer() {
 					samples[i].MPSProcs++
 				}

@@ -1,4 +1,4 @@
-// Command fakeworkload is the fake workload (protocol v1 from Go, RUNNER.md §7.3) as a small
+// Command fakeworkload is the fake workload (protocol v1 from Go) as a small
 // standalone binary, equivalent to "sharebench internal fake-workload". Built with
 // CGO_ENABLED=0 it is static, so the podman tests put it alone into an image.
 package main

@@ -1,4 +1,4 @@
-package runner
+package engine
 
 import (
 	"bufio"
@@ -15,8 +15,8 @@ import (
 	"time"
 )
 
-// SlurmConfig is a campaign's slurm section: what "profile run --backend slurm" asks Slurm
-// for. Every field is optional, and command-line flags override them. Values reach sbatch as
+// SlurmConfig is what the tasks ask Slurm for (a campaign's or a sweep's slurm section).
+// Every field is optional, and command-line flags override them. Values reach sbatch as
 // separate arguments, never through a shell.
 type SlurmConfig struct {
 	// Partition, Account, QOS and Constraint are passed as --partition, --account, --qos and
@@ -54,20 +54,6 @@ type SlurmConfig struct {
 	PollMax Duration `yaml:"poll_max,omitempty" json:"poll_max,omitempty"`
 }
 
-// slurmValueOK reports whether s may be an sbatch option value: printable ASCII without
-// spaces, not starting with '-'.
-func slurmValueOK(s string) bool {
-	if s == "" || len(s) > 256 || s[0] == '-' {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] <= ' ' || s[i] >= 0x7f {
-			return false
-		}
-	}
-	return true
-}
-
 // Validate checks the values that reach sbatch.
 func (s *SlurmConfig) Validate() error { return s.validate() }
 
@@ -76,7 +62,7 @@ func (s *SlurmConfig) validate() error {
 		{"partition", s.Partition}, {"account", s.Account}, {"qos", s.QOS}, {"constraint", s.Constraint},
 		{"time", s.Time}, {"gpu_type", s.GPUType}, {"mem", s.Mem},
 	} {
-		if f.v != "" && !slurmValueOK(f.v) {
+		if f.v != "" && !ValueOK(f.v) {
 			return fmt.Errorf("slurm.%s: %q: want printable characters without spaces, not starting with '-'", f.name, f.v)
 		}
 	}
@@ -99,7 +85,7 @@ func (s *SlurmConfig) validate() error {
 
 // Slurm runs work on a Slurm cluster through its commands (sbatch, squeue, scontrol, sacct,
 // scancel) and nothing else: no Go dependency, no REST API. It submits job arrays, follows
-// them, and cancels them; as a Dispatcher it runs a campaign's cells, one per array task.
+// them, and cancels them.
 type Slurm struct {
 	// Config holds the resources, limits and polling intervals.
 	Config SlurmConfig
@@ -155,13 +141,14 @@ type SlurmTask struct {
 // Name returns "1234_5".
 func (t SlurmTask) Name() string { return t.JobID + "_" + strconv.Itoa(t.Index) }
 
-// key identifies a task.
-type slurmKey struct {
-	job   string
-	index int
+// TaskKey identifies an array task: its array's job ID and its task ID.
+type TaskKey struct {
+	Job   string
+	Index int
 }
 
-func (t SlurmTask) key() slurmKey { return slurmKey{t.JobID, t.Index} }
+// Key returns the task's key.
+func (t SlurmTask) Key() TaskKey { return TaskKey{t.JobID, t.Index} }
 
 // OutputPath returns the file holding a task's standard output (its JSON lines).
 func (a SlurmArray) OutputPath(index int) string {
@@ -181,7 +168,7 @@ func (s *Slurm) log() *slog.Logger {
 }
 
 func (s *Slurm) run(ctx context.Context, name string, args ...string) ([]byte, error) {
-	return tool(ctx, EngineSlurm, name, args, nil)
+	return run(ctx, NameSlurm, name, args, nil)
 }
 
 // siteConfig reads MaxArraySize and the accounting setup once.
@@ -321,13 +308,13 @@ func indexList(xs []int) string {
 // Submit submits the array and returns it with its job ID.
 func (s *Slurm) Submit(ctx context.Context, a SlurmArray) (SlurmArray, error) {
 	if len(a.Indices) == 0 {
-		return a, errors.New("runner: slurm: sbatch: no array indices")
+		return a, errNoIndices
 	}
 	if strings.Contains(a.LogDir, `\`) {
-		return a, fmt.Errorf("runner: slurm: sbatch: log directory %q: Slurm reads a backslash as 'no patterns'", a.LogDir)
+		return a, fmt.Errorf("slurm: sbatch: log directory %q: Slurm reads a backslash as 'no patterns'", a.LogDir)
 	}
 	if err := os.MkdirAll(a.LogDir, 0o755); err != nil {
-		return a, fmt.Errorf("runner: slurm: sbatch: %w", err)
+		return a, fmt.Errorf("slurm: sbatch: %w", err)
 	}
 	out, err := s.run(ctx, "sbatch", s.SbatchArgs(a)...)
 	if err != nil {
@@ -335,17 +322,17 @@ func (s *Slurm) Submit(ctx context.Context, a SlurmArray) (SlurmArray, error) {
 	}
 	id, _, _ := strings.Cut(strings.TrimSpace(string(out)), ";")
 	if _, err := strconv.ParseUint(id, 10, 64); err != nil {
-		return a, fmt.Errorf("runner: slurm: sbatch: unexpected answer %q", strings.TrimSpace(string(out)))
+		return a, fmt.Errorf("slurm: sbatch: unexpected answer %q", strings.TrimSpace(string(out)))
 	}
 	a.JobID = id
-	s.log().Info("submitted job array", "engine", EngineSlurm, "job", id, "name", a.Name, "tasks", len(a.Indices), "array", indexList(a.Indices))
+	s.log().Info("submitted job array", "engine", NameSlurm, "job", id, "name", a.Name, "tasks", len(a.Indices), "array", indexList(a.Indices))
 	return a, nil
 }
 
 // Queue returns the tasks of the given jobs that squeue still lists (pending, running,
 // completing, ...), one per array task.
-func (s *Slurm) Queue(ctx context.Context, jobs []string) (map[slurmKey]SlurmTask, error) {
-	out := map[slurmKey]SlurmTask{}
+func (s *Slurm) Queue(ctx context.Context, jobs []string) (map[TaskKey]SlurmTask, error) {
+	out := map[TaskKey]SlurmTask{}
 	if len(jobs) == 0 {
 		return out, nil
 	}
@@ -369,15 +356,15 @@ func (s *Slurm) Queue(ctx context.Context, jobs []string) (map[slurmKey]SlurmTas
 		}
 		return nil, err
 	}
-	for _, t := range parseSqueue(b) {
-		out[t.key()] = t
+	for _, t := range ParseSqueue(b) {
+		out[t.Key()] = t
 	}
 	return out, nil
 }
 
-// parseSqueue reads "JOB_TASK|STATE|REASON" lines; lines of jobs that are not array tasks are
+// ParseSqueue reads "JOB_TASK|STATE|REASON" lines; lines of jobs that are not array tasks are
 // skipped.
-func parseSqueue(b []byte) []SlurmTask {
+func ParseSqueue(b []byte) []SlurmTask {
 	var out []SlurmTask
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	for sc.Scan() {
@@ -402,8 +389,8 @@ func parseSqueue(b []byte) []SlurmTask {
 // Final returns the last state Slurm knows of the tasks of the given jobs: from sacct where
 // accounting is configured, else from "scontrol show job" (which forgets jobs MinJobAge
 // after they end). Tasks it no longer knows are missing from the map.
-func (s *Slurm) Final(ctx context.Context, jobs []string) (map[slurmKey]SlurmTask, error) {
-	out := map[slurmKey]SlurmTask{}
+func (s *Slurm) Final(ctx context.Context, jobs []string) (map[TaskKey]SlurmTask, error) {
+	out := map[TaskKey]SlurmTask{}
 	site, err := s.siteConfig(ctx)
 	if err != nil {
 		return nil, err
@@ -413,7 +400,7 @@ func (s *Slurm) Final(ctx context.Context, jobs []string) (map[slurmKey]SlurmTas
 			"--format=JobID,State,ExitCode")
 		if err == nil {
 			for _, t := range parseSacct(b) {
-				out[t.key()] = t
+				out[t.Key()] = t
 			}
 			return out, nil
 		}
@@ -428,7 +415,7 @@ func (s *Slurm) Final(ctx context.Context, jobs []string) (map[slurmKey]SlurmTas
 			return nil, err
 		}
 		for _, t := range parseScontrolJobs(b) {
-			out[t.key()] = t
+			out[t.Key()] = t
 		}
 	}
 	return out, nil
@@ -491,9 +478,6 @@ func (s *Slurm) Cancel(ctx context.Context, jobs []string) error {
 	return err
 }
 
-// slurmActive reports whether a job state is not final.
-func slurmActive(state string) bool { return TaskStatus{State: state}.Active() }
-
 // SlurmHooks connect Watch to what the tasks produce.
 type SlurmHooks struct {
 	// Complete reports whether a task's output is complete. The output, not Slurm's state,
@@ -513,31 +497,24 @@ type SlurmHooks struct {
 // up. When ctx is cancelled, Watch cancels every array (scancel) and returns ctx's error.
 func (s *Slurm) Watch(ctx context.Context, arrays []SlurmArray, h SlurmHooks) error {
 	log := s.log()
-	minPoll, maxPoll := s.Config.Poll.D(), s.Config.PollMax.D()
-	if minPoll <= 0 {
-		minPoll = 5 * time.Second
-	}
-	if maxPoll <= 0 {
-		maxPoll = 60 * time.Second
-	}
-	maxPoll = max(maxPoll, minPoll)
+	minPoll, maxPoll := pollIntervals(s.Config.Poll, s.Config.PollMax)
 	grace := s.CollectGrace
 	if grace <= 0 {
 		grace = 30 * time.Second
 	}
 	var jobs []string
-	tasks := map[slurmKey]*SlurmTask{}
-	var order []slurmKey
+	tasks := map[TaskKey]*SlurmTask{}
+	var order []TaskKey
 	for _, a := range arrays {
 		jobs = append(jobs, a.JobID)
 		for _, i := range a.Indices {
-			k := slurmKey{a.JobID, i}
+			k := TaskKey{a.JobID, i}
 			tasks[k] = &SlurmTask{JobID: a.JobID, Index: i, State: "PENDING"}
 			order = append(order, k)
 		}
 	}
-	left := map[slurmKey]time.Time{} // first time a task was seen out of the queue, incomplete
-	done := map[slurmKey]bool{}
+	left := map[TaskKey]time.Time{} // first time a task was seen out of the queue, incomplete
+	done := map[TaskKey]bool{}
 	interval := minPoll
 	failures := 0
 	snapshot := func() []SlurmTask {
@@ -549,12 +526,12 @@ func (s *Slurm) Watch(ctx context.Context, arrays []SlurmArray, h SlurmHooks) er
 	}
 	for len(done) < len(order) {
 		if ctx.Err() != nil {
-			return s.cancelAll(jobs, ctx.Err())
+			return s.CancelAll(jobs, ctx.Err())
 		}
 		var live []string
 		for _, j := range jobs {
 			for _, k := range order {
-				if k.job == j && !done[k] {
+				if k.Job == j && !done[k] {
 					live = append(live, j)
 					break
 				}
@@ -563,27 +540,27 @@ func (s *Slurm) Watch(ctx context.Context, arrays []SlurmArray, h SlurmHooks) er
 		q, err := s.Queue(ctx, live)
 		if err != nil {
 			if ctx.Err() != nil {
-				return s.cancelAll(jobs, ctx.Err())
+				return s.CancelAll(jobs, ctx.Err())
 			}
 			failures++
-			log.Warn("squeue failed", "engine", EngineSlurm, "err", err, "failures", failures)
+			log.Warn("squeue failed", "engine", NameSlurm, "err", err, "failures", failures)
 			if failures >= 10 {
-				return fmt.Errorf("runner: slurm: giving up after %d failed status queries: %w", failures, err)
+				return fmt.Errorf("slurm: giving up after %d failed status queries: %w", failures, err)
 			}
 			if err := sleepCtx(ctx, interval); err != nil {
-				return s.cancelAll(jobs, err)
+				return s.CancelAll(jobs, err)
 			}
 			continue
 		}
 		failures = 0
 		changed := false
-		var gone []slurmKey
+		var gone []TaskKey
 		for _, k := range order {
 			if done[k] {
 				continue
 			}
 			t := tasks[k]
-			if qt, ok := q[k]; ok && slurmActive(qt.State) {
+			if qt, ok := q[k]; ok && ActiveState(qt.State) {
 				if qt.State != t.State || qt.Reason != t.Reason {
 					t.State, t.Reason = qt.State, qt.Reason
 					changed = true
@@ -593,23 +570,23 @@ func (s *Slurm) Watch(ctx context.Context, arrays []SlurmArray, h SlurmHooks) er
 			gone = append(gone, k)
 		}
 		if len(gone) > 0 {
-			var final map[slurmKey]SlurmTask
+			var final map[TaskKey]SlurmTask
 			var gjobs []string
 			for _, k := range gone {
-				if !slices.Contains(gjobs, k.job) {
-					gjobs = append(gjobs, k.job)
+				if !slices.Contains(gjobs, k.Job) {
+					gjobs = append(gjobs, k.Job)
 				}
 			}
 			final, err = s.Final(ctx, gjobs)
 			if err != nil {
-				log.Warn("cannot read final task states", "engine", EngineSlurm, "err", err)
-				final = map[slurmKey]SlurmTask{}
+				log.Warn("cannot read final task states", "engine", NameSlurm, "err", err)
+				final = map[TaskKey]SlurmTask{}
 			}
 			now := time.Now()
 			for _, k := range gone {
 				t := tasks[k]
 				if ft, ok := final[k]; ok {
-					if slurmActive(ft.State) {
+					if ActiveState(ft.State) {
 						continue // squeue and scontrol disagree for a moment: ask again later
 					}
 					*t = ft
@@ -632,7 +609,7 @@ func (s *Slurm) Watch(ctx context.Context, arrays []SlurmArray, h SlurmHooks) er
 				changed = true
 				if h.Finished != nil {
 					if err := h.Finished(*t, complete); err != nil {
-						return s.cancelAll(jobs, err)
+						return s.CancelAll(jobs, err)
 					}
 				}
 			}
@@ -650,19 +627,19 @@ func (s *Slurm) Watch(ctx context.Context, arrays []SlurmArray, h SlurmHooks) er
 		}
 		if len(done) < len(order) {
 			if err := sleepCtx(ctx, interval); err != nil {
-				return s.cancelAll(jobs, err)
+				return s.CancelAll(jobs, err)
 			}
 		}
 	}
 	return nil
 }
 
-// cancelAll cancels the jobs (with a fresh, bounded context: ctx is usually the cancelled
-// one) and returns cause, joined with scancel's error.
-func (s *Slurm) cancelAll(jobs []string, cause error) error {
+// CancelAll cancels the jobs (with a fresh, bounded context: the caller's is usually the
+// cancelled one) and returns cause, joined with scancel's error.
+func (s *Slurm) CancelAll(jobs []string, cause error) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	s.log().Info("cancelling job arrays", "engine", EngineSlurm, "jobs", strings.Join(jobs, ","))
+	s.log().Info("cancelling job arrays", "engine", NameSlurm, "jobs", strings.Join(jobs, ","))
 	if err := s.Cancel(ctx, jobs); err != nil {
 		return errors.Join(cause, err)
 	}
