@@ -116,8 +116,11 @@ func (o *profileRunOpts) run(ctx context.Context, command string, stdout, stderr
 		Force: o.force, Command: command,
 	})
 	n := sum.Cells
-	fmt.Fprintf(stdout, "campaign %s: %d cells: %d ok, %d infeasible, %d predicted infeasible, %d failed, %d pending (%d run now, %d from the journal)\n",
-		c.Name, n.Total, n.OK, n.Infeasible, n.InfeasiblePredicted, n.Failed, n.Pending, sum.Ran, sum.Skipped)
+	fmt.Fprintf(stdout, "campaign %s: %d cells: %d ok, %d infeasible, %d predicted infeasible, %d failed, %d unavailable, %d pending (%d run now, %d from the journal)\n",
+		c.Name, n.Total, n.OK, n.Infeasible, n.InfeasiblePredicted, n.Failed, n.Unavailable, n.Pending, sum.Ran, sum.Skipped)
+	if sum.OverBudget > 0 {
+		fmt.Fprintf(stdout, "budget reached: %d cells left pending; run the campaign again to continue\n", sum.OverBudget)
+	}
 	fmt.Fprintf(stdout, "outputs in %s: %s, %s, %s, %s\n", out, runner.ProfileFile, runner.CellsFile, runner.ManifestFile, runner.JournalFile)
 	if err != nil {
 		if ctx.Err() != nil {
