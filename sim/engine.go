@@ -85,6 +85,7 @@ type engine struct {
 	restartTotal time.Duration // restart time charged
 	// everyEvent calls the policy at every arrival and completion, even with no job waiting.
 	everyEvent bool
+	live       bool // driven by a world (Live): its completions, not the engine's predictions
 }
 
 type jobStats struct {

@@ -166,7 +166,7 @@ func (e *engine) finish(i int32) {
 	st := &e.stats[i]
 	st.end = e.now
 	jct := e.now - j.Submit
-	if jct+time.Millisecond < st.solo {
+	if !e.live && jct+time.Millisecond < st.solo { // a real job may beat the profile
 		panic(fmt.Sprintf("sim: job %d finished in %v, faster than its solo time %v", j.ID, jct, st.solo))
 	}
 	e.done++
