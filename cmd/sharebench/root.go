@@ -121,6 +121,8 @@ func newRootCmd() *cobra.Command {
 	})
 	root.AddCommand(
 		newSimulateCmd(),
+		newReplayCmd(),
+		newFidelityCmd(),
 		newPoliciesCmd(),
 		newTraceCmd(),
 		newProfileCmd(),
