@@ -569,7 +569,7 @@ func (p *Procs) Close() error {
 	for _, pj := range p.jobs {
 		if a := pj.cur; a != nil && a.proc != nil {
 			a.stopping = true
-			a.proc.Terminate(5 * time.Second)
+			a.proc.Terminate(min(5*time.Second, p.cfg.Grace))
 		}
 	}
 	p.mu.Unlock()

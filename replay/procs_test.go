@@ -196,3 +196,35 @@ func countLines(t *testing.T, path, substr string) int {
 	}
 	return n
 }
+
+// TestFakeReplayFailures: a workload that crashes, or hangs before its first step, ends the
+// replay with an error that names the job, and the run directory keeps the logs so far with
+// failure.json and no summary.
+func TestFakeReplayFailures(t *testing.T) {
+	prof := fixtureProfile(t)
+	jobs := []trace.Job{job(1, 0, "bert", 20), job(2, 0, "vgg16", 10)}
+	shape := cluster.Shape{Nodes: 1, GPUsPerNode: 1, GPUMemBytes: prof.GPUMemBytes, MaxShare: 1}
+	for _, c := range []struct{ inject, want string }{{"crash@3", "InjectedCrash"}, {"hang", "no first step within 1s"}} {
+		t.Run(c.inject, func(t *testing.T) {
+			spec := Spec{Jobs: jobs, TraceName: "two.csv", Shape: shape, Policy: "fifo", Profile: prof}
+			out := filepath.Join(t.TempDir(), "run")
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			_, err := Execute(ctx, spec, Options{Out: out, Backend: "fake", NewWorld: func(steps string) (World, error) {
+				be := &runner.Fake{Command: []string{os.Args[0]}, Env: map[string]string{envTestMode: "fake-workload"}}
+				return NewProcs(ProcConfig{Backend: be, Device: "cpu", Dir: steps, Args: []string{"--inject", c.inject}, Ready: time.Second, Grace: time.Second})
+			}})
+			if err == nil || !strings.Contains(err.Error(), "job 1") || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error %v, want one about job 1 with %q", err, c.want)
+			}
+			for _, f := range []string{FailureFile, "steps/job1-a1.log", "decisions.jsonl", "attempts.csv"} {
+				if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+					t.Error(err)
+				}
+			}
+			if _, err := os.Stat(filepath.Join(out, "summary.json")); err == nil {
+				t.Error("a failed replay wrote summary.json")
+			}
+		})
+	}
+}
