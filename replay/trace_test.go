@@ -50,6 +50,9 @@ func TestReplayTraceRebuild(t *testing.T) {
 		}
 		solo += float64(j.Iters) * j.IterTime.Seconds()
 	}
+	if solo < 18*60 || solo > 20*60 {
+		t.Errorf("%.0f s of solo work; bench/traces/README.md says about 19 minutes", solo)
+	}
 	if len(jobs) != 12 || len(models) != 8 {
 		t.Errorf("%d jobs over %d models, want 12 over the authors' 8", len(jobs), len(models))
 	}
