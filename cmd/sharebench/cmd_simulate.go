@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/sharebench/sharebench/bench"
 	"github.com/sharebench/sharebench/cluster"
 	"github.com/sharebench/sharebench/internal/outdir"
+	"github.com/sharebench/sharebench/internal/tmpdir"
 	"github.com/sharebench/sharebench/policy"
 	"github.com/sharebench/sharebench/profile"
 	"github.com/sharebench/sharebench/sim"
@@ -140,12 +140,12 @@ func (o *simulateOpts) run(ctx context.Context, stdout io.Writer) error {
 	// files are moved one by one, so that nothing else there is lost.
 	dest := o.out
 	if st == outdir.Foreign {
-		tmp, err := os.MkdirTemp(o.out, ".sharebench-run.tmp-")
+		tmp, err := tmpdir.Create(o.out, ".sharebench-run.tmp-")
 		if err != nil {
 			return fmt.Errorf("simulate: %w", err)
 		}
-		defer os.RemoveAll(tmp)
-		dest = filepath.Join(tmp, "run")
+		defer tmp.Remove()
+		dest = filepath.Join(tmp.Path(), "run")
 	}
 	res, err := bench.Simulate(ctx, spec, dest, !o.noLog)
 	if err != nil {
