@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sharebench/sharebench/cluster"
+	"github.com/sharebench/sharebench/internal/simtime"
 	"github.com/sharebench/sharebench/profile"
 	"github.com/sharebench/sharebench/trace"
 )
@@ -186,7 +187,7 @@ func (j *Job) Executed(now time.Duration) time.Duration {
 // while running, the fastest option's exclusive time while pending.
 func (j *Job) IterTime() time.Duration {
 	if j.Running {
-		return time.Duration(float64(j.Options[j.Opt].Excl) * j.Xi)
+		return simtime.FromNanos(float64(j.Options[j.Opt].Excl) * j.Xi)
 	}
 	return j.Options[j.Fast].Excl
 }
@@ -200,7 +201,8 @@ func (j *Job) RemTime(now time.Duration) time.Duration {
 	return seconds(j.P.Rem * float64(j.Options[j.Fast].Excl) / 1e9)
 }
 
-func seconds(s float64) time.Duration { return time.Duration(math.Round(s * 1e9)) }
+// seconds converts float seconds to a Duration, saturating beyond the int64 range.
+func seconds(s float64) time.Duration { return simtime.FromSeconds(s) }
 
 // Env holds the run's static facts that policies consult: slowdowns by configuration, the
 // sharing mode, and switches for explanations. It also records pairs a policy looked up and

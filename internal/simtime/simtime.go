@@ -24,6 +24,13 @@ const HorizonYears = 100
 // two in-horizon values fits).
 const Horizon = HorizonYears * 365 * 24 * time.Hour
 
+// MaxRestart bounds a restart cost (what a preempted job pays to start again): a year.
+const MaxRestart = 365 * 24 * time.Hour
+
+// MaxSlowdown bounds a slowdown ξ (a job's step time next to another job over its step time
+// alone): 1000. Measured slowdowns of two jobs sharing a GPU are below 10.
+const MaxSlowdown = 1000
+
 // Never is what saturating operations return for an instant or duration beyond any horizon.
 const Never = time.Duration(math.MaxInt64)
 
