@@ -2,11 +2,13 @@ package sim
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"math"
 	"slices"
 	"time"
 
+	"github.com/sharebench/sharebench/internal/simtime"
 	"github.com/sharebench/sharebench/policy"
 	"github.com/sharebench/sharebench/trace"
 )
@@ -134,8 +136,9 @@ func (e *engine) rerate(i int32, buf []*policy.Job) []*policy.Job {
 	j.Xi = xi
 	j.P.Rate = 1 / (j.Options[j.Opt].Excl.Seconds() * xi)
 	e.ver[i]++
-	left := j.P.Overhead + time.Duration(math.Round(j.P.Rem/j.P.Rate*1e9))
-	e.q.push(event{t: e.now + left, kind: evFinish, job: i, ver: e.ver[i]})
+	// Saturating: a finish beyond the int64 range is an event at Never, past the horizon.
+	left := simtime.Add(j.P.Overhead, simtime.FromNanos(j.P.Rem/j.P.Rate*1e9))
+	e.q.push(event{t: simtime.Add(e.now, left), kind: evFinish, job: i, ver: e.ver[i]})
 	return buf
 }
 
@@ -193,6 +196,9 @@ func (e *engine) stopRunning(j *policy.Job) {
 func (e *engine) schedule() error {
 	e.nSched++
 	for again := true; again; {
+		if e.cancelled() {
+			return context.Canceled // the loop reports the context's error
+		}
 		st := &e.state
 		st.Now = e.now
 		st.Pending = e.pend

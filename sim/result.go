@@ -174,12 +174,17 @@ func (u *utilAcc) add(t0, t1 time.Duration, busy, shared, running, pending int) 
 		return
 	}
 	u.busyTotal += float64(busy) * (t1 - t0).Seconds()
-	for t1 > time.Duration(maxBuckets)*u.width {
+	// t1 > maxBuckets·width, without forming the product (which overflows for t1 near the int64
+	// range and would double forever).
+	for (t1-1)/u.width >= maxBuckets {
 		u.double()
 	}
 	for t0 < t1 {
 		k := int(t0 / u.width)
-		end := min(t1, time.Duration(k+1)*u.width)
+		end := t1
+		if start := time.Duration(k) * u.width; t1-start > u.width {
+			end = start + u.width
+		}
 		for len(u.b) <= k {
 			u.b = append(u.b, [4]float64{})
 		}
