@@ -7,7 +7,6 @@ import (
 	"io"
 	"math"
 	"path/filepath"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -102,8 +101,9 @@ func (o *simulateOpts) run(ctx context.Context, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("simulate: %w", err)
 	}
-	if math.IsNaN(o.interval) || o.interval < 0 {
-		return usagef("simulate: --interval must be ≥ 0")
+	interval, err := sim.IntervalFromSeconds(o.interval)
+	if err != nil {
+		return usagef("simulate: --%v", err)
 	}
 	f, err := trace.ParseFormat(o.format)
 	if err != nil {
@@ -134,7 +134,7 @@ func (o *simulateOpts) run(ctx context.Context, stdout io.Writer) error {
 		return err
 	}
 	spec := bench.SimSpec{Jobs: jobs, TraceName: filepath.Base(o.trace), Shape: shape, Policy: o.policy,
-		Profile: prof, ProfileName: o.profile, ModelMap: mm, Interval: time.Duration(math.Round(o.interval * 1e9)),
+		Profile: prof, ProfileName: o.profile, ModelMap: mm, Interval: interval,
 		DropOversized: o.drop, Restart: restartCost, Seed: o.seed, IterScale: o.iterScale, OverheadEveryEvent: o.everyEvent}
 	// A run directory of ours is replaced as a whole; into a forced foreign directory the run's
 	// files are moved one by one, so that nothing else there is lost.
@@ -148,6 +148,9 @@ func (o *simulateOpts) run(ctx context.Context, stdout io.Writer) error {
 		dest = filepath.Join(tmp.Path(), "run")
 	}
 	res, err := bench.Simulate(ctx, spec, dest, !o.noLog)
+	if errors.Is(err, context.Canceled) {
+		return fmt.Errorf("simulate: interrupted; %s is left as it was", o.out)
+	}
 	if err != nil {
 		return err
 	}
@@ -187,8 +190,8 @@ func resolveShape(shapeFlag, specFlag string, memGiB float64, maxShare int, prof
 		return shape, err
 	}
 	switch {
-	case math.IsNaN(memGiB) || memGiB < 0:
-		return shape, fmt.Errorf("--gpu-mem-gib must be positive")
+	case !(memGiB >= 0 && memGiB <= float64(cluster.MaxGPUMemBytes/cluster.GiB)):
+		return shape, fmt.Errorf("--gpu-mem-gib %g: want GiB in (0, %d]", memGiB, cluster.MaxGPUMemBytes/cluster.GiB)
 	case memGiB > 0:
 		shape.GPUMemBytes = int64(math.Round(memGiB * float64(cluster.GiB)))
 	case shape.GPUMemBytes > 0:
