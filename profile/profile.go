@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/sharebench/sharebench/internal/clip"
 	"github.com/sharebench/sharebench/internal/simtime"
 )
 
@@ -34,7 +35,7 @@ func ParseMode(s string) (Mode, error) {
 	case Timeslice, MPS:
 		return Mode(s), nil
 	}
-	return "", fmt.Errorf("unknown sharing mode %q (known: timeslice, mps)", s)
+	return "", fmt.Errorf("unknown sharing mode %s (known: timeslice, mps)", clip.Quote(s))
 }
 
 // Config identifies one way to run a model: its per-GPU (global) batch and the sub-batch used
@@ -190,7 +191,7 @@ func (t *Table) index() error {
 			return fmt.Errorf("models[%d]: empty name", i)
 		}
 		if _, dup := t.models[m.Name]; dup {
-			return fmt.Errorf("models[%d]: duplicate model %q", i, m.Name)
+			return fmt.Errorf("models[%d]: duplicate model %s", i, clip.Quote(m.Name))
 		}
 		t.models[m.Name] = i
 		if err := checkGPUMap(m.RestartS, 0, maxRestartS); err != nil {

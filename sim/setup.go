@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sharebench/sharebench/cluster"
+	"github.com/sharebench/sharebench/internal/clip"
 	"github.com/sharebench/sharebench/internal/simtime"
 	"github.com/sharebench/sharebench/policy"
 	"github.com/sharebench/sharebench/profile"
@@ -115,9 +116,9 @@ func (s *setup) build(t trace.Job, file string) (*policy.Job, string, error) {
 		if s.prof.Model(model) == nil {
 			via := ""
 			if model != t.Model {
-				via = fmt.Sprintf(" (mapped from %q)", t.Model)
+				via = fmt.Sprintf(" (mapped from %s)", clip.Quote(t.Model))
 			}
-			return nil, "", fmt.Errorf("%s: unknown model %q%s (known: %s)", where, model, via, strings.Join(s.prof.ModelNames(), ", "))
+			return nil, "", fmt.Errorf("%s: unknown model %s%s (known: %s)", where, clip.Quote(model), via, strings.Join(s.prof.ModelNames(), ", "))
 		}
 		if batch == 0 {
 			batch = s.prof.DefaultBatch(model)

@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sharebench/sharebench/cluster"
+	"github.com/sharebench/sharebench/internal/clip"
 	"github.com/sharebench/sharebench/profile"
 	"github.com/sharebench/sharebench/trace"
 )
@@ -399,7 +400,7 @@ func traceGenModels(list, profPath string) (models []trace.ModelSpec, notes []st
 				known = append(known, m.Name)
 			}
 			slices.Sort(known)
-			return nil, nil, fmt.Errorf("--models: unknown model %q (%s: %s)", name, source, strings.Join(known, ", "))
+			return nil, nil, fmt.Errorf("--models: unknown model %s (%s: %s)", clip.Quote(name), source, strings.Join(known, ", "))
 		}
 		if all[i].IterTime <= 0 {
 			return nil, nil, fmt.Errorf("--models: %s has no 1-GPU step time for %s at its default batch %d", profPath, name, all[i].Batch)
