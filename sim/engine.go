@@ -109,6 +109,9 @@ func newEngine(cfg Config, jobs []trace.Job, p policy.Policy, prof *profile.Tabl
 	if s := cfg.IterScale; s < 0 || math.IsNaN(s) || math.IsInf(s, 0) || s > 1e6 {
 		return nil, fmt.Errorf("sim: step-time scale %g: want a number in (0, 1e6]", s)
 	}
+	if r := cfg.Restart; r.Source == RestartFixed && (r.Fixed < 0 || r.Fixed > simtime.MaxRestart) {
+		return nil, fmt.Errorf("sim: restart cost %v: want at most %s", r.Fixed, simtime.Format(simtime.MaxRestart))
+	}
 	if iv := cfg.Interval; iv != 0 && (iv < MinInterval || iv > MaxInterval) {
 		return nil, fmt.Errorf("sim: scheduling interval %v: want 0 (event-driven) or %v to %s", iv, MinInterval, simtime.Format(MaxInterval))
 	}
@@ -308,6 +311,9 @@ func (e *engine) loop(ctx context.Context) error {
 
 // cancelled reports whether the run's context is done, without blocking.
 func (e *engine) cancelled() bool {
+	if e.cancel == nil { // a context that is never done
+		return false
+	}
 	select {
 	case <-e.cancel:
 		return true

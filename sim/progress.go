@@ -136,9 +136,13 @@ func (e *engine) rerate(i int32, buf []*policy.Job) []*policy.Job {
 	j.Xi = xi
 	j.P.Rate = 1 / (j.Options[j.Opt].Excl.Seconds() * xi)
 	e.ver[i]++
-	// Saturating: a finish beyond the int64 range is an event at Never, past the horizon.
-	left := simtime.Add(j.P.Overhead, simtime.FromNanos(j.P.Rem/j.P.Rate*1e9))
-	e.q.push(event{t: simtime.Add(e.now, left), kind: evFinish, job: i, ver: e.ver[i]})
+	// A run left of less than the horizon ends before 2·Horizon + MaxRestart, which int64 holds;
+	// a longer one ends past the horizon anyway and saturates at Never.
+	at := simtime.Never
+	if ns := j.P.Rem / j.P.Rate * 1e9; ns < float64(Horizon) {
+		at = e.now + j.P.Overhead + time.Duration(math.Round(ns))
+	}
+	e.q.push(event{t: at, kind: evFinish, job: i, ver: e.ver[i]})
 	return buf
 }
 

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/sharebench/sharebench/internal/simtime"
 	"github.com/sharebench/sharebench/trace"
 )
 
@@ -157,7 +158,8 @@ func (e *engine) missingList() string {
 // bucket width whenever time outgrows them, so memory stays constant however long the run.
 type utilAcc struct {
 	width     time.Duration
-	b         [][4]float64 // integrals in GPU·seconds (busy, shared) and job·seconds
+	span      time.Duration // maxBuckets × width, saturating
+	b         [][4]float64  // integrals in GPU·seconds (busy, shared) and job·seconds
 	busyTotal float64
 	gpus      int
 }
@@ -166,6 +168,7 @@ const maxBuckets = 1000
 
 func (u *utilAcc) init(gpus int) {
 	u.width, u.gpus = time.Second, gpus
+	u.span = maxBuckets * time.Second
 	u.b = make([][4]float64, 0, maxBuckets)
 }
 
@@ -174,9 +177,9 @@ func (u *utilAcc) add(t0, t1 time.Duration, busy, shared, running, pending int) 
 		return
 	}
 	u.busyTotal += float64(busy) * (t1 - t0).Seconds()
-	// t1 > maxBuckets·width, without forming the product (which overflows for t1 near the int64
-	// range and would double forever).
-	for (t1-1)/u.width >= maxBuckets {
+	// The span saturates instead of overflowing, which for t1 near the int64 range doubled the
+	// width forever.
+	for t1 > u.span {
 		u.double()
 	}
 	for t0 < t1 {
@@ -211,6 +214,7 @@ func (u *utilAcc) double() {
 	}
 	u.b = u.b[:n]
 	u.width *= 2
+	u.span = simtime.Mul(u.width, maxBuckets)
 }
 
 func (u *utilAcc) rows(end time.Duration) []UtilRow {

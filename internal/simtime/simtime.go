@@ -38,19 +38,26 @@ const Never = time.Duration(math.MaxInt64)
 // beyond the int64 range saturate at Never (or its negative); NaN gives Never.
 func FromSeconds(s float64) time.Duration { return FromNanos(s * 1e9) }
 
-// FromNanos converts float nanoseconds to a Duration like FromSeconds.
+// FromNanos converts float nanoseconds to a Duration like FromSeconds. It is small enough to be
+// inlined in the engine's hot loop. (Below 2^63 no rounding reaches 2^63: floats that large are
+// integers.)
 func FromNanos(ns float64) time.Duration {
 	switch {
-	case ns < 0x1p63 && ns > -0x1p63:
-		r := math.Round(ns)
-		if r >= 0x1p63 { // rounding up to 2^63 leaves the range
-			return Never
-		}
-		return time.Duration(r)
-	case ns <= -0x1p63:
+	case ns < 0x1p63 && ns >= -0x1p63:
+		return time.Duration(math.Round(ns))
+	case ns < 0:
 		return -Never
 	}
 	return Never // ≥ 2^63 or NaN
+}
+
+// FromNonNegNanos is FromNanos for a value known not to be negative (or NaN, which gives Never):
+// one comparison on the way.
+func FromNonNegNanos(ns float64) time.Duration {
+	if ns < 0x1p63 {
+		return time.Duration(math.Round(ns))
+	}
+	return Never
 }
 
 // Add returns a+b for non-negative a and b, saturating at Never.

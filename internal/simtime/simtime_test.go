@@ -22,6 +22,19 @@ func TestFromSeconds(t *testing.T) {
 	}
 }
 
+func TestFromNonNegNanos(t *testing.T) {
+	for _, ns := range []float64{0, 0.5, 1.5, 1e18, 0x1p63 - 1024} {
+		if got, want := FromNonNegNanos(ns), FromNanos(ns); got != want {
+			t.Errorf("FromNonNegNanos(%g) = %d, want %d", ns, got, want)
+		}
+	}
+	for _, ns := range []float64{0x1p63, 1e300, math.Inf(1), math.NaN()} {
+		if got := FromNonNegNanos(ns); got != Never {
+			t.Errorf("FromNonNegNanos(%g) = %d, want Never", ns, got)
+		}
+	}
+}
+
 func TestAddMul(t *testing.T) {
 	if got := Add(Horizon, Horizon); got != 2*Horizon {
 		t.Errorf("Add(H, H) = %v", got)
