@@ -23,7 +23,7 @@ const GiB = int64(1) << 30
 type Shape struct {
 	Nodes       int
 	GPUsPerNode int
-	CPUsPerNode int   // informational; CPUs never bind in the modelled setups (SPEC.md §2.1)
+	CPUsPerNode int   // informational; CPUs never bind in the modelled setups (docs/paper.md §2.1)
 	GPUMemBytes int64 // memory of each GPU
 	MaxShare    int   // jobs allowed on one GPU at once; 2 in the paper, 1 disables sharing
 }
@@ -91,7 +91,7 @@ func ParseShape(v string) (Shape, error) {
 	return Shape{Nodes: nodes, GPUsPerNode: gpus, MaxShare: 2}, nil
 }
 
-// specHeader is the header of the authors' cluster-spec CSV (SPEC.md §8.2).
+// specHeader is the header of the authors' cluster-spec CSV (docs/paper.md §8.2).
 const specHeader = "num_switch,num_node_p_switch,num_gpu_p_node,num_cpu_p_node,mem_p_gpu"
 
 // LoadSpec reads the authors' cluster-spec CSV: the header

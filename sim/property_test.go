@@ -86,7 +86,7 @@ func exhaustiveSpec(t testing.TB, spec string) string {
 }
 
 // checkedPolicy verifies, at every decision, that sharing placements of sjf-bsbf pass the share
-// check against every running partner (SPEC.md T8).
+// check against every running partner (docs/paper.md §10, T8).
 type checkedPolicy struct {
 	policy.Policy
 	t    testing.TB

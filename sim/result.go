@@ -124,7 +124,7 @@ func breakdown(jobs []JobResult, key func(*JobResult) string, less func(a, b str
 
 func round3(x float64) float64 { return math.Round(x*1000) / 1000 }
 
-// quantile is the authors' sorted(x)[int(q*n)] (SPEC.md §2.2), clamped to the last element.
+// quantile is the authors' sorted(x)[int(q*n)] (docs/paper.md §2.2), clamped to the last element.
 func quantile(sorted []time.Duration, q float64) time.Duration {
 	i := min(int(q*float64(len(sorted))), len(sorted)-1)
 	return sorted[i]
