@@ -20,6 +20,15 @@ test: ## run every test: Go (race detector, shuffled) and the Python workload te
 	$(GO) test -race -shuffle=on -timeout 30m ./...
 	$(MAKE) test-workloads
 
+test-stress: ## run "make test" 3 times in a row while two busy loops load both cores; prints the time of each pass
+	@pids=""; trap 'kill $$pids 2>/dev/null' EXIT INT TERM; \
+	for i in 1 2; do ( while :; do :; done ) & pids="$$pids $$!"; done; \
+	for n in 1 2 3; do \
+	  start=$$SECONDS; echo "== test-stress: make test, pass $$n of 3, with two busy loops"; \
+	  $(MAKE) --no-print-directory test || { echo "== test-stress: pass $$n failed after $$((SECONDS-start)) s"; exit 1; }; \
+	  echo "== test-stress: pass $$n passed in $$((SECONDS-start)) s"; \
+	done; echo "== test-stress: 3 of 3 passes in $$SECONDS s"
+
 test-workloads: ## run the PyTorch workload scripts' tests (CPU; skip without torch)
 	$(PYTHON) -m unittest discover -s workloads -p 'test_*.py'
 
@@ -41,7 +50,7 @@ clean: ## remove bin/ and runs/
 
 PYTHON ?= /usr/bin/python3
 
-.PHONY: help build build-nocgo test test-workloads lint bench fuzz clean
+.PHONY: help build build-nocgo test test-stress test-workloads lint bench fuzz clean
 
 -include Makefile.runner
 -include Makefile.reproduce

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# slurm-up.sh DIR — start a private single-node Slurm cluster on loopback (RUNNER.md §10.3).
+# slurm-up.sh DIR — start a private single-node Slurm cluster on loopback (docs/cluster.md).
 #
 # Everything lives in DIR (created if needed): a munge key and socket, slurm.conf, gres.conf,
 # two fake GPU device files, state, spool, logs and pid files. Nothing outside DIR is read or

@@ -10,7 +10,7 @@ import (
 // Claim is a claim of the paper about the average-JCT reduction of one policy against a
 // baseline, as a range of reductions in percent (positive = lower JCT).
 type Claim struct {
-	// ID is the reproduction target, e.g. "T1" (SPEC.md §10).
+	// ID is the reproduction target, e.g. "T1" (docs/paper.md §10).
 	ID string
 	// Policy and Baseline are the compared series.
 	Policy, Baseline string
@@ -25,7 +25,7 @@ type Claim struct {
 // PolicyTiresiasTestbed is Tiresias with the SJF-BSBF authors' testbed settings.
 const PolicyTiresiasTestbed = "tiresias-testbed"
 
-// PaperClaims returns the paper's average-JCT claims (abstract of arXiv 2407.13088; SPEC.md
+// PaperClaims returns the paper's average-JCT claims (abstract of arXiv 2407.13088; docs/paper.md
 // §10): T1, SJF-BSBF reduces average JCT by 27–33% against Tiresias, checked against both
 // Tiresias settings (the simulator lineage's dlas-gpu, and the authors' testbed settings); T2,
 // by up to 17% against SJF-FFS on large-scale traces.

@@ -39,7 +39,7 @@ func copyTable(t *profile.Table, name string) (*profile.Table, error) {
 //   - Configurations. For every model and every two measured batches b < B of it with
 //     B = k·b, k a power of two ≤ MaxAccum, the configuration (batch B, sub-batch b) is added:
 //     k micro-steps of b samples per optimizer step.
-//   - Step time (Pollux's accumulation model, SPEC.md §6): the compute part of a step repeats
+//   - Step time (Pollux's accumulation model, docs/paper.md §6): the compute part of a step repeats
 //     per micro-step and gradients synchronise once, step_g(B, b) = t_g(b) + (k−1)·c(b), where
 //     t_g(b) is the measured step time of batch b on g GPUs and c(b) = min(t_1(b), t_g(b)) its
 //     compute part: the base has no synchronisation times, and one GPU does not synchronise.

@@ -25,7 +25,7 @@ type TraceStats struct {
 }
 
 // OfferedLoad is GPUSeconds ÷ (gpus × SpanS): the fraction of a cluster of that many GPUs the
-// trace asks for over its arrival span (SPEC.md §9.1). Above 1 the queue grows for the whole
+// trace asks for over its arrival span (docs/paper.md §9.1). Above 1 the queue grows for the whole
 // trace. It is 0 for a trace whose jobs all arrive at once.
 func (s TraceStats) OfferedLoad(gpus int) float64 {
 	if s.SpanS <= 0 || gpus <= 0 {

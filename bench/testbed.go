@@ -12,7 +12,7 @@ import (
 )
 
 // TestbedRule is the documented rule that rebuilds the SJF-BSBF authors' 61-job physical
-// trace (SPEC.md §7.3) from Muri's Apache-2.0 400-job testbed trace, of which it is a subset:
+// trace (docs/paper.md §7.3) from Muri's Apache-2.0 400-job testbed trace, of which it is a subset:
 // the authors' own file carries no licence, so only data derived from Muri's file is shipped
 // (bench/traces/testbed61.csv; bench/traces/README.md).
 type TestbedRule struct {

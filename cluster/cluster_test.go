@@ -126,3 +126,68 @@ func TestParseShapeAndSpec(t *testing.T) {
 		t.Errorf("LoadSpec bad = %v", err)
 	}
 }
+
+// TestShapeBounds: every shape a user can type is either within the documented bounds or a
+// one-line error, never an overflowed size or an allocation that exhausts memory.
+func TestShapeBounds(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ in, want string }{
+		{"8x8", ""},
+		{"1024x1024", ""},
+		{"1x1024", ""},
+		{"1048576x1", ""},
+		{"2305843009213693953x8", "more than the maximum of 1048576 GPUs"},
+		{"100000x100000", "100000 GPUs per node exceeds the maximum of 1024"},
+		{"4294967297x1024", "more than the maximum of 1048576 GPUs"},
+		{"9223372036854775807x1", "more than the maximum"},
+		{"99999999999999999999x1", "want NODESxGPUS"},
+		{"1025x1024", "more than the maximum"},
+		{"0x8", "want NODESxGPUS"},
+		{"8x-1", "want NODESxGPUS"},
+	} {
+		s, err := ParseShape(c.in)
+		if c.want == "" {
+			if err != nil {
+				t.Errorf("%s: %v", c.in, err)
+				continue
+			}
+			s.GPUMemBytes = GiB
+			if err := s.Validate(); err != nil {
+				t.Errorf("%s: Validate: %v", c.in, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: got %v, want one line containing %q", c.in, err, c.want)
+		}
+	}
+	// Shapes built in code are checked by Validate, which New calls.
+	for _, s := range []Shape{
+		{Nodes: 1 << 40, GPUsPerNode: 1 << 30, GPUMemBytes: GiB, MaxShare: 2},
+		{Nodes: 8, GPUsPerNode: 8, GPUMemBytes: GiB, MaxShare: 1 << 40},
+		{Nodes: 8, GPUsPerNode: 8, GPUMemBytes: 1 << 62, MaxShare: 2},
+	} {
+		if err := s.Validate(); err == nil {
+			t.Errorf("%+v: no error", s)
+		}
+	}
+	long := strings.Repeat("9", 1<<20) + "x8"
+	if _, err := ParseShape(long); err == nil || len(err.Error()) > 400 {
+		t.Errorf("a 1 MB shape is echoed in full: %d bytes", len(err.Error()))
+	}
+}
+
+func TestSpecBounds(t *testing.T) {
+	t.Parallel()
+	for _, row := range []string{
+		"4294967296,4294967296,8,32,16000",
+		"1,1,100000,32,16000",
+		"1,1,8,32,9223372036854775807",
+		"2048,1024,8,32,16000",
+	} {
+		_, err := LoadSpec(strings.NewReader(specHeader+"\n"+row+"\n"), "spec.csv")
+		if err == nil || !strings.Contains(err.Error(), "spec.csv:2:") {
+			t.Errorf("%s: got %v, want a positioned error", row, err)
+		}
+	}
+}

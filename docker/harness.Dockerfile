@@ -13,7 +13,7 @@ COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
 # CGO_ENABLED=0: no glibc requirement and no NVML cgo binding; telemetry falls back to nvidia-smi
-# (RUNNER.md §8). -trimpath keeps build paths out of the binary.
+# (docs/runner.md). -trimpath keeps build paths out of the binary.
 RUN CGO_ENABLED=0 go build -trimpath -o /out/sharebench ./cmd/sharebench \
  && /out/sharebench help >/dev/null
 

@@ -25,6 +25,6 @@ COPY workloads/ /opt/sharebench/
 WORKDIR /opt/sharebench
 
 # No ENTRYPOINT on purpose: the runner's docker backend passes the full command line
-# (`docker run … IMAGE python3 /opt/sharebench/train.py …`, RUNNER.md §7.2), and an ENTRYPOINT of python3 would
+# (`docker run … IMAGE python3 /opt/sharebench/train.py …`, docs/runner.md), and an ENTRYPOINT of python3 would
 # turn that into `python3 python3 …`. python3 is the default command instead.
 CMD ["python3", "/opt/sharebench/train.py", "--help"]

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sharebench/sharebench/cluster"
+	"github.com/sharebench/sharebench/internal/simtime"
 	"github.com/sharebench/sharebench/profile"
 	"github.com/sharebench/sharebench/trace"
 )
@@ -189,7 +190,10 @@ func (j *Job) Executed(now time.Duration) time.Duration {
 // while running, the fastest option's exclusive time while pending.
 func (j *Job) IterTime() time.Duration {
 	if j.Running {
-		return time.Duration(float64(j.Options[j.Opt].Excl) * j.Xi)
+		if ns := float64(j.Options[j.Opt].Excl) * j.Xi; ns < 0x1p63 {
+			return time.Duration(ns) // truncated, as always
+		}
+		return simtime.Never
 	}
 	return j.Options[j.Fast].Excl
 }
@@ -197,13 +201,15 @@ func (j *Job) IterTime() time.Duration {
 // RemTime returns the remaining time at the current iteration time (SPEC.md §9.3: the SJF key
 // of a running job includes its current slowdown).
 func (j *Job) RemTime(now time.Duration) time.Duration {
+	// In seconds, then nanoseconds: the same float operations as ever, so the same keys.
 	if j.Running {
-		return seconds(j.RemIters(now) * float64(j.Options[j.Opt].Excl) * j.Xi / 1e9)
+		return simtime.FromNonNegNanos(j.RemIters(now) * float64(j.Options[j.Opt].Excl) * j.Xi / 1e9 * 1e9)
 	}
-	return seconds(j.P.Rem * float64(j.Options[j.Fast].Excl) / 1e9)
+	return simtime.FromNonNegNanos(j.P.Rem * float64(j.Options[j.Fast].Excl) / 1e9 * 1e9)
 }
 
-func seconds(s float64) time.Duration { return time.Duration(math.Round(s * 1e9)) }
+// seconds converts float seconds to a Duration, saturating beyond the int64 range.
+func seconds(s float64) time.Duration { return simtime.FromNanos(s * 1e9) }
 
 // Env holds the run's static facts that policies consult: slowdowns by configuration, the
 // sharing mode, and switches for explanations. It also records pairs a policy looked up and

@@ -5,6 +5,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/sharebench/sharebench/internal/simtime"
 	"github.com/sharebench/sharebench/trace"
 )
 
@@ -105,7 +106,7 @@ func (t *TiresiasEntry) Key(j *Job) Key {
 func (t *TiresiasEntry) service(j *Job, st *tiresiasJob, now time.Duration) time.Duration {
 	s := j.Executed(now) - st.base
 	if t.gpuTime {
-		s *= time.Duration(j.GPUs)
+		s = simtime.Mul(s, int64(j.GPUs)) // GPU-time of a long job on many GPUs saturates
 	}
 	return s
 }
@@ -160,8 +161,8 @@ func (t *TiresiasEntry) Schedule(s *State) (Plan, error) {
 			st := t.state(j)
 			if st.queue > 0 {
 				// The job waits from now; its attained service is frozen while it waits.
-				wait := time.Duration(math.Ceil(float64(j.Executed(s.Now)-st.base) * t.starve))
-				t.due.push(deadline{at: s.Now + max(wait, 1), job: id, runs: j.Preempts + 1})
+				wait := simtime.FromNanos(math.Ceil(float64(j.Executed(s.Now)-st.base) * t.starve))
+				t.due.push(deadline{at: simtime.Add(s.Now, max(wait, 1)), job: id, runs: j.Preempts + 1})
 			}
 		}
 	}
@@ -182,7 +183,7 @@ func (t *TiresiasEntry) pushDemotion(j *Job, st *tiresiasJob, now time.Duration)
 	if t.gpuTime {
 		left = (left + time.Duration(j.GPUs) - 1) / time.Duration(j.GPUs)
 	}
-	t.due.push(deadline{at: now + max(left, 1), job: j.ID, runs: j.Preempts, demote: true})
+	t.due.push(deadline{at: simtime.Add(now, max(left, 1)), job: j.ID, runs: j.Preempts, demote: true})
 }
 
 // deadline is a future demotion or promotion; runs is the job's Preempts count it is valid for.

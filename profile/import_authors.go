@@ -14,7 +14,7 @@ import (
 )
 
 // authorsDisplay maps the SJF-BSBF authors' model keys onto the display names that key their
-// ratio.json and itertime.json (SPEC §2.4).
+// ratio.json and itertime.json (docs/paper.md §2.4).
 var authorsDisplay = map[string]string{
 	"resnet18":           "ResNet-18",
 	"shufflenet_v2_x1_0": "ShuffleNet-v2",
@@ -58,7 +58,7 @@ type AuthorsOptions struct {
 	RatioName, IterTimeName string
 }
 
-// ImportAuthors converts the SJF-BSBF authors' tables (SPEC §8.3–8.4) into a profile:
+// ImportAuthors converts the SJF-BSBF authors' tables (docs/paper.md §8.3–8.4) into a profile:
 // itertime.json {"<Display>": {"<gpus>": seconds}} gives the solo time per iteration and
 // ratio.json {"<Display a>": {"<Display b>": {"<gpus of a>": [ξ_noMPS, ξ_MPS]}}} the slowdowns,
 // written as a timeslice and an mps pair. Each model runs at the authors' fixed batch (no
@@ -239,7 +239,7 @@ type ExportOptions struct {
 	GPUs []int
 }
 
-// ExportAuthors writes t as the SJF-BSBF authors' ratio.json and itertime.json (SPEC §8.3–8.4),
+// ExportAuthors writes t as the SJF-BSBF authors' ratio.json and itertime.json (docs/paper.md §8.3–8.4),
 // so that their scheduler can run on a sharebench profile. Without a model map each model is
 // exported at its default batch without accumulation (sub_batch = batch; models lacking that
 // configuration are left out); the eight authors' models use their display names, others their

@@ -148,7 +148,7 @@ func parsePolluxTimes(bsz, step, sync string) (polluxPoint, error) {
 // e.g. "44" for 8), and scalability.csv's rows with num_replicas = 4·num_nodes beyond 16 GPUs.
 // Configurations are written for power-of-two sub-batches b within the measured range (linear
 // interpolation between measured batches, as Pollux does) and batches k·b: with accum = k−1,
-// step_time(k·b) = step_time(b) + accum·(step_time(b) − sync_time(b)) (SPEC §6). Pollux has no
+// step_time(k·b) = step_time(b) + accum·(step_time(b) − sync_time(b)) (docs/paper.md §6). Pollux has no
 // co-location data: the profile has no pairs.
 func ImportPollux(fsys fs.FS, models []string, opts PolluxOptions) (*Table, error) {
 	maxAccum := cmp.Or(opts.MaxAccum, 8)

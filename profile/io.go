@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+
+	"github.com/sharebench/sharebench/internal/clip"
 )
 
 // Load decodes a profile from r. name labels errors (usually the file name); syntax and type
@@ -32,7 +34,7 @@ func Load(r io.Reader, name string) (*Table, error) {
 		return nil, fmt.Errorf("profile: %s: trailing data after the JSON object", name)
 	}
 	if t.Format != FormatName {
-		return nil, fmt.Errorf("profile: %s: format %q is not %q", name, t.Format, FormatName)
+		return nil, fmt.Errorf("profile: %s: format %s is not %q", name, clip.Quote(t.Format), FormatName)
 	}
 	if t.Version < 1 || t.Version > Version {
 		return nil, fmt.Errorf("profile: %s: version %d not supported (this build reads 1..%d)", name, t.Version, Version)

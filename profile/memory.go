@@ -75,7 +75,7 @@ var memModels = map[string]MemModel{
 // memAliases maps the model keys of the imported profiles and of the authors' workloads onto
 // architectures of memModels. A key that is an architecture itself needs no alias.
 var memAliases = map[string]string{
-	// the authors' workloads (SPEC §7.2)
+	// the authors' workloads (docs/paper.md §7.2)
 	"bert": "bert-base-mlm512",
 	"gpt2": "gpt2-small-1024",
 	"dqn":  "nature-cnn-atari",
@@ -133,7 +133,7 @@ func EstimateMem(model string, subBatch int) (int64, bool) {
 }
 
 // authorsMemMiB are the SJF-BSBF authors' per-model memory constants (workloads/models_msg.py,
-// MB = MiB), measured at their fixed batch sizes (authorsBatch) on RTX A6000 GPUs (SPEC §2.2).
+// MB = MiB), measured at their fixed batch sizes (authorsBatch) on RTX A6000 GPUs (docs/paper.md §2.2).
 var authorsMemMiB = map[string]int64{
 	"resnet18":           6432,
 	"shufflenet_v2_x1_0": 5252,
@@ -145,7 +145,7 @@ var authorsMemMiB = map[string]int64{
 	"gpt2":               10532,
 }
 
-// authorsBatch are the authors' fixed per-GPU batch sizes (SPEC §7.2, §7.4).
+// authorsBatch are the authors' fixed per-GPU batch sizes (docs/paper.md §7.2, §7.4).
 var authorsBatch = map[string]int{
 	"resnet18":           128,
 	"shufflenet_v2_x1_0": 128,

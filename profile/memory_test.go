@@ -42,7 +42,7 @@ func TestEstimateMem(t *testing.T) {
 }
 
 // TestEstimateMemVsAuthors compares the estimate with the SJF-BSBF authors' measured constants at
-// their fixed batches (SPEC §2.2). The estimate must be in the same ballpark: within a factor 1.6.
+// their fixed batches (docs/paper.md §2.2). The estimate must be in the same ballpark: within a factor 1.6.
 func TestEstimateMemVsAuthors(t *testing.T) {
 	for _, model := range []string{"resnet18", "shufflenet_v2_x1_0", "vgg16", "vgg19", "bert", "gpt2", "dqn", "a2c"} {
 		measured, batch, ok := AuthorsMem(model)

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/sharebench/sharebench/internal/clip"
 )
 
 // A ModelMap maps the model names and batches of a trace onto the configurations of a profile,
@@ -101,7 +103,7 @@ func mapBatch(s string) (int, error) {
 	}
 	n, err := strconv.Atoi(s)
 	if err != nil || n <= 0 {
-		return 0, fmt.Errorf("want a positive integer or *, got %q", s)
+		return 0, fmt.Errorf("want a positive integer or *, got %s", clip.Quote(s))
 	}
 	return n, nil
 }

@@ -7,6 +7,9 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/sharebench/sharebench/internal/clip"
+	"github.com/sharebench/sharebench/internal/simtime"
 )
 
 // FormatName and Version identify the JSON form written by Write.
@@ -32,7 +35,7 @@ func ParseMode(s string) (Mode, error) {
 	case Timeslice, MPS:
 		return Mode(s), nil
 	}
-	return "", fmt.Errorf("unknown sharing mode %q (known: timeslice, mps)", s)
+	return "", fmt.Errorf("unknown sharing mode %s (known: timeslice, mps)", clip.Quote(s))
 }
 
 // Config identifies one way to run a model: its per-GPU (global) batch and the sub-batch used
@@ -179,8 +182,8 @@ func (t *Table) index() error {
 	t.models = make(map[string]int, len(t.Models))
 	t.solos = make(map[Config]*Solo)
 	t.pairs = make(map[pairKey][]gpuXi, len(t.Pairs))
-	if t.DefaultRestartS < 0 || math.IsNaN(t.DefaultRestartS) {
-		return fmt.Errorf("default_restart_s: must be ≥ 0, got %v", t.DefaultRestartS)
+	if !(t.DefaultRestartS >= 0 && t.DefaultRestartS <= maxRestartS) {
+		return fmt.Errorf("default_restart_s: want seconds in [0, %g], got %v", maxRestartS, t.DefaultRestartS)
 	}
 	for i := range t.Models {
 		m := &t.Models[i]
@@ -188,10 +191,10 @@ func (t *Table) index() error {
 			return fmt.Errorf("models[%d]: empty name", i)
 		}
 		if _, dup := t.models[m.Name]; dup {
-			return fmt.Errorf("models[%d]: duplicate model %q", i, m.Name)
+			return fmt.Errorf("models[%d]: duplicate model %s", i, clip.Quote(m.Name))
 		}
 		t.models[m.Name] = i
-		if err := checkGPUMap(m.RestartS, true); err != nil {
+		if err := checkGPUMap(m.RestartS, 0, maxRestartS); err != nil {
 			return fmt.Errorf("model %s: restart_s: %w", m.Name, err)
 		}
 		if len(m.Configs) == 0 {
@@ -210,7 +213,7 @@ func (t *Table) index() error {
 			if len(s.IterS) == 0 {
 				return fmt.Errorf("model %s: config %s: iter_s is empty", m.Name, c)
 			}
-			if err := checkGPUMap(s.IterS, false); err != nil {
+			if err := checkGPUMap(s.IterS, minIterS, maxIterS); err != nil {
 				return fmt.Errorf("model %s: config %s: iter_s: %w", m.Name, c, err)
 			}
 			if s.MemBytes < 0 {
@@ -238,8 +241,8 @@ func (t *Table) index() error {
 		if p.GPUs <= 0 {
 			return fmt.Errorf("pairs[%d] %s+%s: gpus must be ≥ 1", i, p.A, p.B)
 		}
-		if !(p.Xi > 0) || math.IsInf(p.Xi, 0) {
-			return fmt.Errorf("pairs[%d] %s+%s: xi must be a positive number, got %v", i, p.A, p.B, p.Xi)
+		if !(p.Xi > 0 && p.Xi <= simtime.MaxSlowdown) {
+			return fmt.Errorf("pairs[%d] %s+%s: xi must be a number in (0, %d], got %v", i, p.A, p.B, simtime.MaxSlowdown, p.Xi)
 		}
 		k := pairKey{p.A, p.B, p.Mode}
 		for _, e := range t.pairs[k] {
@@ -252,13 +255,22 @@ func (t *Table) index() error {
 	return nil
 }
 
-func checkGPUMap(m GPUMap, zeroOK bool) error {
+// Bounds of the times in a profile (the simulator's time model, internal/simtime): a step
+// takes from a nanosecond to the horizon, a restart at most a year.
+var (
+	minIterS    = 1e-9
+	maxIterS    = simtime.Horizon.Seconds()
+	maxRestartS = simtime.MaxRestart.Seconds()
+)
+
+// checkGPUMap checks that every GPU count is positive and every value a number in [lo, hi].
+func checkGPUMap(m GPUMap, lo, hi float64) error {
 	for g, v := range m {
 		if g <= 0 {
 			return fmt.Errorf("GPU count %d: must be ≥ 1", g)
 		}
-		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 || (v == 0 && !zeroOK) {
-			return fmt.Errorf("GPU count %d: invalid value %v", g, v)
+		if !(v >= lo && v <= hi) {
+			return fmt.Errorf("GPU count %d: want seconds in [%g, %g], got %v", g, lo, hi, v)
 		}
 	}
 	return nil

@@ -104,7 +104,7 @@ func TestLoadErrors(t *testing.T) {
 		{"syntax", `"version": 1,` + "\n  \"gpu\": ,", "tiny.json:4:"},
 		{"unknown field", `"version": 1,` + "\n  \"colour\": 1,", `unknown field "colour"`},
 		{"version", `"version": 9,`, "version 9 not supported"},
-		{"bad xi", `"version": 1,`, "xi must be a positive number"},
+		{"bad xi", `"version": 1,`, "xi must be a number in (0, 1000], got -1"},
 		{"sub-batch", `"version": 1,`, "need batch > 0 and sub_batch dividing batch"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -120,6 +120,21 @@ func TestLoadErrors(t *testing.T) {
 				t.Errorf("err = %v, want %q", err, tc.want)
 			}
 		})
+	}
+	// Schema-valid extremes are one-line errors naming the value (they once panicked the engine).
+	for _, tc := range []struct{ old, new, want string }{
+		{`"iter_s": {"1": 1}`, `"iter_s": {"1": 1e10}`, "model b: config b/16/16: iter_s: GPU count 1: want seconds in [1e-09, 3.1536e+09], got 1e+10"},
+		{`"iter_s": {"1": 1}`, `"iter_s": {"1": 1e300}`, "model b: config b/16/16: iter_s: GPU count 1: want seconds in [1e-09, 3.1536e+09], got 1e+300"},
+		{`"iter_s": {"1": 1}`, `"iter_s": {"1": 1e-300}`, "model b: config b/16/16: iter_s: GPU count 1: want seconds in [1e-09, 3.1536e+09], got 1e-300"},
+		{`"xi": 1.4`, `"xi": 1e12`, "pairs[0] a/64/64+b/16/16: xi must be a number in (0, 1000], got 1e+12"},
+		{`"default_restart_s": 10`, `"default_restart_s": 1e300`, "default_restart_s: want seconds in [0, 3.1536e+07], got 1e+300"},
+		{`"restart_s": {"1": 4, "8": 7}`, `"restart_s": {"1": 4e9}`, "model a: restart_s: GPU count 1: want seconds in [0, 3.1536e+07], got 4e+09"},
+	} {
+		src := strings.Replace(tinyProfile, tc.old, tc.new, 1)
+		_, err := Load(strings.NewReader(src), "tiny.json")
+		if err == nil || err.Error() != "profile: tiny.json: "+tc.want {
+			t.Errorf("%s: err = %v, want %q", tc.new, err, tc.want)
+		}
 	}
 	if _, err := Load(strings.NewReader("  "), "empty.json"); err == nil || !strings.Contains(err.Error(), "empty file") {
 		t.Errorf("empty: %v", err)

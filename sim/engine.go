@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sharebench/sharebench/cluster"
+	"github.com/sharebench/sharebench/internal/simtime"
 	"github.com/sharebench/sharebench/policy"
 	"github.com/sharebench/sharebench/profile"
 	"github.com/sharebench/sharebench/trace"
@@ -85,7 +86,8 @@ type engine struct {
 	restartTotal time.Duration // restart time charged
 	// everyEvent calls the policy at every arrival and completion, even with no job waiting.
 	everyEvent bool
-	live       bool // driven by a world (Live): its completions, not the engine's predictions
+	cancel     <-chan struct{} // the run's ctx.Done()
+	live       bool            // driven by a world (Live): its completions, not the engine's predictions
 }
 
 type jobStats struct {
@@ -109,6 +111,12 @@ func newEngine(cfg Config, jobs []trace.Job, p policy.Policy, prof *profile.Tabl
 	}
 	if s := cfg.IterScale; s < 0 || math.IsNaN(s) || math.IsInf(s, 0) || s > 1e6 {
 		return nil, fmt.Errorf("sim: step-time scale %g: want a number in (0, 1e6]", s)
+	}
+	if r := cfg.Restart; r.Source == RestartFixed && (r.Fixed < 0 || r.Fixed > simtime.MaxRestart) {
+		return nil, fmt.Errorf("sim: restart cost %v: want at most %s", r.Fixed, simtime.Format(simtime.MaxRestart))
+	}
+	if iv := cfg.Interval; iv != 0 && (iv < MinInterval || iv > MaxInterval) {
+		return nil, fmt.Errorf("sim: scheduling interval %v: want 0 (event-driven) or %v to %s", iv, MinInterval, simtime.Format(MaxInterval))
 	}
 	mode := cfg.Mode
 	if mode == "" {
@@ -135,6 +143,9 @@ func newEngine(cfg Config, jobs []trace.Job, p policy.Policy, prof *profile.Tabl
 		if t.GPUs > cfg.Shape.GPUs() || t.GPUs <= 0 || t.Iters <= 0 || t.Submit < 0 {
 			return nil, fmt.Errorf("sim: %s: job %d asks for %d GPUs and %d iterations at %v; the cluster has %d GPUs", cfg.TraceName, t.ID, t.GPUs, t.Iters, t.Submit, cfg.Shape.GPUs())
 		}
+		if t.Submit > Horizon {
+			return nil, fmt.Errorf("sim: %s: %s", where(cfg.TraceName, t), simtime.ErrBeyond("submits after", t.Submit))
+		}
 		j, err := s.job(t, cfg.TraceName)
 		if err != nil {
 			return nil, fmt.Errorf("sim: %w", err)
@@ -144,6 +155,10 @@ func newEngine(cfg Config, jobs []trace.Job, p policy.Policy, prof *profile.Tabl
 		e.byIDs[i] = int32(i)
 		e.stats[i].start, e.stats[i].end = -1, -1
 		e.stats[i].solo = solo(j)
+		if end := simtime.Add(t.Submit, e.stats[i].solo); end > Horizon {
+			return nil, fmt.Errorf("sim: %s: %d × %s per step (%s) %s", where(cfg.TraceName, t), t.Iters,
+				simtime.Format(j.Options[j.Fast].Excl), s.names[j.Options[j.Fast].Cfg], simtime.ErrBeyond("ends after", end))
+		}
 		m, _ := cfg.ModelMap.Resolve(t.Model, t.Batch)
 		var src string
 		e.stats[i].restart, src = cfg.Restart.restartOf(prof, t.Model, m, t.GPUs)
@@ -206,15 +221,42 @@ func newEngine(cfg Config, jobs []trace.Job, p policy.Policy, prof *profile.Tabl
 	return e, nil
 }
 
-// loop runs events until every job has finished.
+// Horizon is the latest instant a schedule may reach (internal/simtime): a run whose next event
+// lies beyond it ends with an error naming a job.
+const Horizon = simtime.Horizon
+
+// Bounds of Config.Interval: rounds of at least a millisecond (a finer one only multiplies the
+// scheduling passes) and at most a year.
+const (
+	MinInterval = time.Millisecond
+	MaxInterval = 365 * 24 * time.Hour
+)
+
+// IntervalFromSeconds converts a scheduling interval in seconds to a Config.Interval: 0, or
+// between MinInterval and MaxInterval.
+func IntervalFromSeconds(s float64) (time.Duration, error) {
+	if s == 0 {
+		return 0, nil
+	}
+	if !(s >= MinInterval.Seconds() && s <= MaxInterval.Seconds()) {
+		return 0, fmt.Errorf("interval %g s: want 0 (event-driven) or seconds in [%g, %g]", s, MinInterval.Seconds(), MaxInterval.Seconds())
+	}
+	return simtime.FromSeconds(s), nil
+}
+
+// loop runs events until every job has finished, the schedule passes the horizon or ctx is done.
 func (e *engine) loop(ctx context.Context) error {
+	e.cancel = ctx.Done()
 	for steps := 0; e.done < len(e.jobs); steps++ {
-		if steps&4095 == 0 && ctx.Err() != nil {
+		if steps&63 == 0 && e.cancelled() {
 			return fmt.Errorf("sim: %w", ctx.Err())
 		}
 		t, ok := e.nextTime()
 		if !ok {
 			return e.stuck()
+		}
+		if t > Horizon {
+			return e.pastHorizon()
 		}
 		e.advance(t)
 		woke, ticked, changed := false, false, false
@@ -250,6 +292,9 @@ func (e *engine) loop(ctx context.Context) error {
 		}
 		if sched {
 			if err := e.schedule(); err != nil {
+				if e.cancelled() {
+					return fmt.Errorf("sim: %w", ctx.Err())
+				}
 				return err
 			}
 		}
@@ -267,12 +312,54 @@ func (e *engine) loop(ctx context.Context) error {
 	return nil
 }
 
+// cancelled reports whether the run's context is done, without blocking.
+func (e *engine) cancelled() bool {
+	if e.cancel == nil { // a context that is never done
+		return false
+	}
+	select {
+	case <-e.cancel:
+		return true
+	default:
+		return false
+	}
+}
+
+// pastHorizon reports a schedule whose next event lies beyond the horizon, naming the running
+// job that would end last, or else the first waiting job.
+func (e *engine) pastHorizon() error {
+	var last *policy.Job
+	var lastEnd time.Duration
+	for _, j := range e.run {
+		end := simtime.Add(j.P.At, simtime.Add(j.P.Overhead, simtime.FromNanos(j.P.Rem/j.P.Rate*1e9)))
+		if last == nil || end > lastEnd {
+			last, lastEnd = j, end
+		}
+	}
+	head := fmt.Sprintf("the schedule of policy %s runs past the %d-year horizon", e.pol.Name(), simtime.HorizonYears)
+	switch {
+	case last != nil:
+		return fmt.Errorf("sim: %s: %s: the job %s", where(e.cfg.TraceName, last.Job), head, simtime.ErrBeyond("would end after", lastEnd))
+	case len(e.pend) > 0:
+		return fmt.Errorf("sim: %s: %s: the job still waits after %s", where(e.cfg.TraceName, e.pend[0].Job), head, simtime.Format(e.now))
+	}
+	return fmt.Errorf("sim: %s: %s", e.cfg.TraceName, head)
+}
+
+// where names a job by file, line and ID for error messages.
+func where(file string, t trace.Job) string {
+	if t.Line == 0 {
+		return fmt.Sprintf("%s: job %d", file, t.ID)
+	}
+	return fmt.Sprintf("%s:%d: job %d", file, t.Line, t.ID)
+}
+
 func (e *engine) nextTime() (time.Duration, bool) {
 	t, ok := time.Duration(math.MaxInt64), false
 	if e.next < len(e.jobs) {
 		t, ok = e.jobs[e.next].Submit, true
 	}
-	if e.q.len() > 0 && e.q.peek() < t {
+	if e.q.len() > 0 && (e.q.peek() < t || !ok) { // a saturated event lies at MaxInt64 itself
 		t, ok = e.q.peek(), true
 	}
 	return t, ok

@@ -115,6 +115,9 @@ func (l *Live) Stuck() error { return l.e.stuck() }
 func (l *Live) Step(t time.Duration, finished []trace.JobID, rem func(trace.JobID) float64) (Changes, error) {
 	e := l.e
 	t = max(t, e.now)
+	if t > Horizon {
+		return Changes{}, e.pastHorizon()
+	}
 	e.advance(t)
 	changed, woke, ticked := false, false, false
 	for e.next < len(e.jobs) && e.jobs[e.next].Submit <= t {

@@ -2,11 +2,13 @@ package sim
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"math"
 	"slices"
 	"time"
 
+	"github.com/sharebench/sharebench/internal/simtime"
 	"github.com/sharebench/sharebench/policy"
 	"github.com/sharebench/sharebench/trace"
 )
@@ -134,8 +136,13 @@ func (e *engine) rerate(i int32, buf []*policy.Job) []*policy.Job {
 	j.Xi = xi
 	j.P.Rate = 1 / (j.Options[j.Opt].Excl.Seconds() * xi)
 	e.ver[i]++
-	left := j.P.Overhead + time.Duration(math.Round(j.P.Rem/j.P.Rate*1e9))
-	e.q.push(event{t: e.now + left, kind: evFinish, job: i, ver: e.ver[i]})
+	// A run left of less than the horizon ends before 2·Horizon + MaxRestart, which int64 holds;
+	// a longer one ends past the horizon anyway and saturates at Never.
+	at := simtime.Never
+	if ns := j.P.Rem / j.P.Rate * 1e9; ns < float64(Horizon) {
+		at = e.now + j.P.Overhead + time.Duration(math.Round(ns))
+	}
+	e.q.push(event{t: at, kind: evFinish, job: i, ver: e.ver[i]})
 	return buf
 }
 
@@ -193,6 +200,9 @@ func (e *engine) stopRunning(j *policy.Job) {
 func (e *engine) schedule() error {
 	e.nSched++
 	for again := true; again; {
+		if e.cancelled() {
+			return context.Canceled // the loop reports the context's error
+		}
 		st := &e.state
 		st.Now = e.now
 		st.Pending = e.pend

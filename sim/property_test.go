@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/sharebench/sharebench/cluster"
 	"github.com/sharebench/sharebench/policy"
@@ -83,7 +86,7 @@ func exhaustiveSpec(t testing.TB, spec string) string {
 }
 
 // checkedPolicy verifies, at every decision, that sharing placements of sjf-bsbf pass the share
-// check against every running partner (SPEC.md T8).
+// check against every running partner (docs/paper.md §10, T8).
 type checkedPolicy struct {
 	policy.Policy
 	t    testing.TB
@@ -174,9 +177,97 @@ func TestRandomInvariants(t *testing.T) {
 	}
 }
 
+// FuzzRun feeds raw trace and profile values (as text through the trace reader, as numbers
+// through the profile's validation), a raw cluster shape and interval, into a random case: every
+// input is either rejected with a one-line error or simulated to a result within the horizon,
+// without a panic. A run is cancelled after a while, which the engine must honour too: that is
+// the only acceptable way for it to take long.
 func FuzzRun(f *testing.F) {
 	for s := range uint64(8) {
-		f.Add(s)
+		f.Add(s, "2x2", "5", "1000", "0.5", 1.0, 1.5, 10.0, 0.0)
 	}
-	f.Fuzz(func(t *testing.T, seed uint64) { runCase(t, seed) })
+	// The cases of the hardening issue: iterations × iteration time beyond int64 nanoseconds,
+	// times beyond ~285 years, profile extremes, huge clusters, huge intervals.
+	f.Add(uint64(1), "1x2", "0", "9223372036854775807", "1", 1.0, 1.5, 0.0, 0.0)
+	f.Add(uint64(2), "1x2", "0", "1000000000000", "1000", 1.0, 1.5, 0.0, 0.0)
+	f.Add(uint64(3), "1x2", "9223372036", "1", "1", 1.0, 1.5, 0.0, 0.0)
+	f.Add(uint64(3), "1x2", "0", "9223372036", "", 1.0, 1.5, 0.0, 0.0)
+	f.Add(uint64(4), "1x2", "0", "10", "", 1e10, 1.5, 0.0, 0.0)
+	f.Add(uint64(5), "1x2", "0", "10", "", 1e300, 1.5, 0.0, 0.0)
+	f.Add(uint64(6), "1x2", "0", "10", "", 1e-300, 1.5, 0.0, 0.0)
+	f.Add(uint64(7), "1x2", "0", "10", "", 1.0, 1e12, 0.0, 0.0)
+	f.Add(uint64(8), "1x2", "0", "10", "", 1.0, 1000.0, 0.0, 0.0)
+	f.Add(uint64(9), "1x2", "0", "10", "", 1.0, 1.5, 1e300, 0.0)
+	f.Add(uint64(10), "2305843009213693953x8", "0", "10", "", 1.0, 1.5, 0.0, 0.0)
+	f.Add(uint64(11), "100000x100000", "0", "10", "", 1.0, 1.5, 0.0, 0.0)
+	f.Add(uint64(12), "4294967297x4294967297", "0", "10", "", 1.0, 1.5, 0.0, 0.0)
+	f.Add(uint64(13), "1x2", "0", "10", "1", 1.0, 1.5, 0.0, 9000000000.0)
+	f.Add(uint64(14), "1x2", "0", "10", "1", 1.0, 1.5, 0.0, 1e300)
+	f.Add(uint64(15), "1x2", "3000000000", "1", "150000000", 1.0, 1.5, 0.0, 150.0)
+	f.Add(uint64(16), "1x1", "0", "31536000", "", 1.0, 1000.0, 0.0, 0.0) // saturates when shared
+	f.Fuzz(func(t *testing.T, seed uint64, shapeS, submit, iters, iterTime string, iterS, xi, restartS, intervalS float64) {
+		base, tab, jobs := randomCase(seed)
+		oneLine := func(what string, err error) {
+			if msg := err.Error(); strings.Contains(msg, "\n") || len(msg) > 4096 {
+				t.Fatalf("%s: error of %d bytes or more than one line: %.500s", what, len(msg), msg)
+			}
+		}
+		shape, err := cluster.ParseShape(shapeS)
+		if err != nil {
+			oneLine("shape", err)
+			return
+		}
+		shape.GPUMemBytes = base.GPUMemBytes
+		if iterTime == "" {
+			iterTime = "0"
+		}
+		var csv strings.Builder
+		csv.WriteString("job_id,submit_s,num_gpu,model,batch_size,iterations,iteration_time_s\n")
+		for _, j := range jobs {
+			fmt.Fprintf(&csv, "%d,%d,%d,%s,%d,%d,0\n", j.ID, j.Submit/time.Second, min(j.GPUs, shape.GPUs()), j.Model, j.Batch, j.Iters)
+		}
+		fmt.Fprintf(&csv, "1000,%s,1,m0,32,%s,%s\n", submit, iters, iterTime)
+		jobs, err = trace.ReadAll(strings.NewReader(csv.String()), "fuzz.csv", trace.FormatAuto, trace.Options{})
+		if err != nil {
+			oneLine("trace", err)
+			return
+		}
+		for k := range tab.Models[0].Configs { // model m0, the raw job's
+			tab.Models[0].Configs[k].IterS = profile.GPUMap{1: iterS}
+		}
+		for k := range tab.Pairs {
+			tab.Pairs[k].Xi = xi
+		}
+		tab.DefaultRestartS = restartS
+		if err := tab.Normalize(); err != nil {
+			oneLine("profile", err)
+			return
+		}
+		interval, err := IntervalFromSeconds(intervalS)
+		if err != nil {
+			oneLine("interval", err)
+			return
+		}
+		for _, spec := range []string{"fifo", "sjf-bsbf", "tiresias", "sjf-ffs-preempt"} {
+			p, err := policy.Builtin().New(spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			r, err := Run(ctx, Config{Shape: shape, Interval: interval, Restart: RestartCost{Source: RestartAuto}, TraceName: "fuzz.csv"}, jobs, p, tab, nil)
+			cancel()
+			if errors.Is(err, context.DeadlineExceeded) {
+				continue // long, and cancelled cleanly
+			}
+			if err != nil {
+				oneLine(spec, err)
+				continue
+			}
+			for _, j := range r.Jobs {
+				if j.Start < j.Submit || j.End < j.Start || j.JCT < j.Queue || j.Queue < 0 || j.End > Horizon {
+					t.Fatalf("%s: job %d times %+v", spec, j.ID, j)
+				}
+			}
+		}
+	})
 }

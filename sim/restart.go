@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/sharebench/sharebench/internal/clip"
+	"github.com/sharebench/sharebench/internal/simtime"
 	"github.com/sharebench/sharebench/profile"
 )
 
@@ -43,7 +45,7 @@ func ParseRestartCost(s string) (RestartCost, error) {
 	}
 	v, err := strconv.ParseFloat(s, 64)
 	if err != nil || v < 0 || math.IsNaN(v) || v > maxRestartS {
-		return RestartCost{}, fmt.Errorf("restart cost %q: want auto, profile, lineage, off or seconds in [0, %g]", s, float64(maxRestartS))
+		return RestartCost{}, fmt.Errorf("restart cost %s: want auto, profile, lineage, off or seconds in [0, %g]", clip.Quote(s), maxRestartS)
 	}
 	if v == 0 {
 		return RestartCost{}, nil
@@ -52,7 +54,7 @@ func ParseRestartCost(s string) (RestartCost, error) {
 }
 
 // maxRestartS bounds a fixed restart cost (a year).
-const maxRestartS = 365 * 24 * 3600
+var maxRestartS = simtime.MaxRestart.Seconds()
 
 // String is the form ParseRestartCost reads.
 func (r RestartCost) String() string {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sharebench/sharebench/internal/simtime"
 	"github.com/sharebench/sharebench/trace"
 )
 
@@ -123,7 +124,7 @@ func breakdown(jobs []JobResult, key func(*JobResult) string, less func(a, b str
 
 func round3(x float64) float64 { return math.Round(x*1000) / 1000 }
 
-// quantile is the authors' sorted(x)[int(q*n)] (SPEC.md §2.2), clamped to the last element.
+// quantile is the authors' sorted(x)[int(q*n)] (docs/paper.md §2.2), clamped to the last element.
 func quantile(sorted []time.Duration, q float64) time.Duration {
 	i := min(int(q*float64(len(sorted))), len(sorted)-1)
 	return sorted[i]
@@ -222,7 +223,8 @@ func (e *engine) missingList() string {
 // bucket width whenever time outgrows them, so memory stays constant however long the run.
 type utilAcc struct {
 	width     time.Duration
-	b         [][4]float64 // integrals in GPU·seconds (busy, shared) and job·seconds
+	span      time.Duration // maxBuckets × width, saturating
+	b         [][4]float64  // integrals in GPU·seconds (busy, shared) and job·seconds
 	busyTotal float64
 	gpus      int
 }
@@ -231,6 +233,7 @@ const maxBuckets = 1000
 
 func (u *utilAcc) init(gpus int) {
 	u.width, u.gpus = time.Second, gpus
+	u.span = maxBuckets * time.Second
 	u.b = make([][4]float64, 0, maxBuckets)
 }
 
@@ -239,12 +242,17 @@ func (u *utilAcc) add(t0, t1 time.Duration, busy, shared, running, pending int) 
 		return
 	}
 	u.busyTotal += float64(busy) * (t1 - t0).Seconds()
-	for t1 > time.Duration(maxBuckets)*u.width {
+	// The span saturates instead of overflowing, which for t1 near the int64 range doubled the
+	// width forever.
+	for t1 > u.span {
 		u.double()
 	}
 	for t0 < t1 {
 		k := int(t0 / u.width)
-		end := min(t1, time.Duration(k+1)*u.width)
+		end := t1
+		if start := time.Duration(k) * u.width; t1-start > u.width {
+			end = start + u.width
+		}
 		for len(u.b) <= k {
 			u.b = append(u.b, [4]float64{})
 		}
@@ -271,6 +279,7 @@ func (u *utilAcc) double() {
 	}
 	u.b = u.b[:n]
 	u.width *= 2
+	u.span = simtime.Mul(u.width, maxBuckets)
 }
 
 func (u *utilAcc) rows(end time.Duration) []UtilRow {

@@ -2,12 +2,13 @@ package sim
 
 import (
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/sharebench/sharebench/cluster"
+	"github.com/sharebench/sharebench/internal/clip"
+	"github.com/sharebench/sharebench/internal/simtime"
 	"github.com/sharebench/sharebench/policy"
 	"github.com/sharebench/sharebench/profile"
 	"github.com/sharebench/sharebench/trace"
@@ -115,9 +116,9 @@ func (s *setup) build(t trace.Job, file string) (*policy.Job, string, error) {
 		if s.prof.Model(model) == nil {
 			via := ""
 			if model != t.Model {
-				via = fmt.Sprintf(" (mapped from %q)", t.Model)
+				via = fmt.Sprintf(" (mapped from %s)", clip.Quote(t.Model))
 			}
-			return nil, "", fmt.Errorf("%s: unknown model %q%s (known: %s)", where, model, via, strings.Join(s.prof.ModelNames(), ", "))
+			return nil, "", fmt.Errorf("%s: unknown model %s%s (known: %s)", where, clip.Quote(model), via, strings.Join(s.prof.ModelNames(), ", "))
 		}
 		if batch == 0 {
 			batch = s.prof.DefaultBatch(model)
@@ -158,6 +159,9 @@ func (s *setup) build(t trace.Job, file string) (*policy.Job, string, error) {
 		j.Options = []policy.Option{{Batch: t.Batch, SubBatch: t.Batch, Excl: s.scaled(t.IterTime), Mem: capBytes, Cfg: s.intern(name, profile.Config{})}}
 	}
 	for k, o := range j.Options {
+		if o.Excl <= 0 {
+			return nil, "", fmt.Errorf("%s: step time of %s below a nanosecond (scaled by %g)", where, s.names[o.Cfg], s.cfg.IterScale)
+		}
 		if o.Excl < j.Options[j.Fast].Excl {
 			j.Fast = k
 		}
@@ -194,7 +198,7 @@ func (s *setup) scaled(d time.Duration) time.Duration {
 	if s.cfg.IterScale == 0 || s.cfg.IterScale == 1 {
 		return d
 	}
-	return time.Duration(math.Round(float64(d) * s.cfg.IterScale))
+	return simtime.FromNanos(float64(d) * s.cfg.IterScale)
 }
 
 // env builds the slowdown matrices for every configuration and GPU-count class seen.
@@ -223,5 +227,5 @@ func (s *setup) env(mode profile.Mode) *policy.Env {
 
 // solo returns the job's solo duration: iterations × the exclusive step time of its fastest option.
 func solo(j *policy.Job) time.Duration {
-	return time.Duration(math.Round(float64(j.Iters) * float64(j.Options[j.Fast].Excl)))
+	return simtime.FromNanos(float64(j.Iters) * float64(j.Options[j.Fast].Excl))
 }

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"time"
+
+	"github.com/sharebench/sharebench/internal/tmpdir"
 )
 
 // Output file names of a run directory (docs/results-format.md).
@@ -95,30 +97,29 @@ func WriteSummary(w io.Writer, s *Summary) error {
 
 // RunDir is a run directory being written: files go to a temporary directory next to the final
 // one, and Commit renames it into place, so an error never leaves a half-written run behind.
+// The temporary directory is held locked while this process lives (package tmpdir): what a
+// SIGKILL leaves behind is removed by the next run writing next to it.
 type RunDir struct {
-	final, tmp string
+	final string
+	tmp   *tmpdir.Dir
 }
 
-// CreateRunDir starts writing the run directory dir.
+// CreateRunDir starts writing the run directory dir. It first removes the temporary
+// directories that killed runs of the same name left behind.
 func CreateRunDir(dir string) (*RunDir, error) {
 	dir = filepath.Clean(dir)
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 		return nil, fmt.Errorf("output: %w", err)
 	}
-	tmp, err := os.MkdirTemp(filepath.Dir(dir), "."+filepath.Base(dir)+".tmp-")
+	tmp, err := tmpdir.Create(filepath.Dir(dir), "."+filepath.Base(dir)+".tmp-")
 	if err != nil {
-		return nil, fmt.Errorf("output: %w", err)
-	}
-	// MkdirTemp creates mode 0700; the committed run directory is 0755 like every other.
-	if err := os.Chmod(tmp, 0o755); err != nil {
-		os.Remove(tmp)
 		return nil, fmt.Errorf("output: %w", err)
 	}
 	return &RunDir{final: dir, tmp: tmp}, nil
 }
 
 // Path returns the temporary path of a file in the run directory.
-func (d *RunDir) Path(name string) string { return filepath.Join(d.tmp, name) }
+func (d *RunDir) Path(name string) string { return filepath.Join(d.tmp.Path(), name) }
 
 // WriteFile writes one file of the run directory through fn.
 func (d *RunDir) WriteFile(name string, fn func(io.Writer) error) error {
@@ -138,19 +139,23 @@ func (d *RunDir) WriteFile(name string, fn func(io.Writer) error) error {
 
 // Commit moves the finished directory into place, replacing an older run of the same name.
 func (d *RunDir) Commit() error {
+	tmp := d.tmp.Path()
 	old := ""
 	if _, err := os.Stat(d.final); err == nil {
-		old = d.tmp + ".old"
+		// The old run goes aside under the temporary prefix, so that if this process dies
+		// before removing it the next run's clean-up does.
+		old = tmp + ".old"
 		if err := os.Rename(d.final, old); err != nil {
 			return fmt.Errorf("output: %w", err)
 		}
 	}
-	if err := os.Rename(d.tmp, d.final); err != nil {
+	if err := os.Rename(tmp, d.final); err != nil {
 		if old != "" {
 			os.Rename(old, d.final)
 		}
 		return fmt.Errorf("output: %w", err)
 	}
+	d.tmp.Release()
 	if old != "" {
 		return os.RemoveAll(old)
 	}
@@ -158,7 +163,7 @@ func (d *RunDir) Commit() error {
 }
 
 // Abort removes the temporary directory.
-func (d *RunDir) Abort() { os.RemoveAll(d.tmp) }
+func (d *RunDir) Abort() { d.tmp.Remove() }
 
 // WriteResult writes summary.json, jobs.csv and util.csv of r into d.
 func (d *RunDir) WriteResult(r *Result) error {

@@ -2,6 +2,7 @@ package trace
 
 import (
 	"fmt"
+	"github.com/sharebench/sharebench/internal/clip"
 	"slices"
 	"strings"
 )
@@ -14,7 +15,7 @@ func CheckModels(jobs []Job, file string, known []string) error {
 		if !slices.Contains(known, j.Model) {
 			names := slices.Sorted(slices.Values(known))
 			return &SyntaxError{File: file, Line: j.Line, Column: "model",
-				Msg: fmt.Sprintf("unknown model %q (known: %s)", j.Model, strings.Join(names, ", "))}
+				Msg: fmt.Sprintf("unknown model %s (known: %s)", clip.Quote(j.Model), strings.Join(names, ", "))}
 		}
 	}
 	return nil

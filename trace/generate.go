@@ -7,6 +7,8 @@ import (
 	"math/bits"
 	"math/rand/v2"
 	"time"
+
+	"github.com/sharebench/sharebench/internal/simtime"
 )
 
 // Sample is one (gang size, duration) pair of a job-size distribution, such as one row of
@@ -33,6 +35,10 @@ type GenConfig struct {
 	Models []ModelSpec
 }
 
+// MaxGenJobs is the most jobs Generate makes at once: 10^7 (about 1 GB of jobs), ten times the
+// largest traces the simulator is benchmarked on.
+const MaxGenJobs = 10_000_000
+
 // Generate returns cfg.Jobs synthetic jobs with Poisson arrivals, drawing every variate from
 // rng.Uint64 through the package's own transformations, so that a given generator state
 // yields the same trace on every Go release.
@@ -54,6 +60,8 @@ func Generate(cfg GenConfig, rng *rand.Rand) ([]Job, error) {
 		return nil, fmt.Errorf("trace: generate: nil random source")
 	case cfg.Jobs <= 0:
 		return nil, fmt.Errorf("trace: generate: job count %d is not positive", cfg.Jobs)
+	case cfg.Jobs > MaxGenJobs:
+		return nil, fmt.Errorf("trace: generate: job count %d exceeds the maximum of %d", cfg.Jobs, MaxGenJobs)
 	case !(cfg.Load > 0) || math.IsInf(cfg.Load, 0):
 		return nil, fmt.Errorf("trace: generate: load %v is not a positive finite number", cfg.Load)
 	case cfg.GPUs <= 0:
@@ -80,8 +88,8 @@ func Generate(cfg GenConfig, rng *rand.Rand) ([]Job, error) {
 	mean := sum / float64(len(pool))
 	lambda := cfg.Load * float64(cfg.GPUs) / mean // arrivals per second
 	meanGap := 1e9 / lambda                       // nanoseconds
-	if math.IsInf(meanGap, 0) || meanGap*float64(cfg.Jobs) > math.MaxInt64/2 {
-		return nil, fmt.Errorf("trace: generate: load %v gives arrival times beyond the time range", cfg.Load)
+	if math.IsInf(meanGap, 0) || meanGap*float64(cfg.Jobs) > float64(Horizon/2) {
+		return nil, fmt.Errorf("trace: generate: load %v gives arrival times beyond the %d-year horizon", cfg.Load, simtime.HorizonYears)
 	}
 
 	jobs := make([]Job, cfg.Jobs)
@@ -90,15 +98,17 @@ func Generate(cfg GenConfig, rng *rand.Rand) ([]Job, error) {
 	for i := range jobs {
 		if i > 0 {
 			u := float64(rng.Uint64()>>11) * 0x1p-53
-			gap := time.Duration(math.Round(-math.Log1p(-u) * meanGap))
-			if gap > math.MaxInt64-submit {
-				return nil, fmt.Errorf("trace: generate: job %d: arrival time overflows", i)
+			gap := simtime.FromNanos(-math.Log1p(-u) * meanGap)
+			if submit = simtime.Add(submit, gap); submit > Horizon {
+				return nil, fmt.Errorf("trace: generate: job %d: %s", i, simtime.ErrBeyond("arrives after", submit))
 			}
-			submit += gap
 		}
 		k, _ := bits.Mul64(rng.Uint64(), n)
 		s := pool[k]
 		m := &models[pickModel(models, total, rng.Uint64())]
+		if end := simtime.Add(submit, s.Duration); end > Horizon {
+			return nil, fmt.Errorf("trace: generate: job %d: %s", i, simtime.ErrBeyond("ends after", end))
+		}
 		jobs[i] = Job{
 			ID:       JobID(i),
 			Submit:   submit,

@@ -205,7 +205,10 @@ func TestGenerateErrors(t *testing.T) {
 			"trace: generate: pool sample 0: GPUs 1 and duration 0s must be positive"},
 		{"bad model", with(func(c *GenConfig) { c.Models = []ModelSpec{{Name: "m", Weight: 1}} }),
 			`trace: generate: model "m": iteration time 0s is not positive`},
-		{"tiny load", with(func(c *GenConfig) { c.Load = 1e-300 }), "trace: generate: load 1e-300 gives arrival times beyond the time range"},
+		{"3e8 jobs", with(func(c *GenConfig) { c.Jobs = 3e8 }), "trace: generate: job count 300000000 exceeds the maximum of 10000000"},
+		{"sample past the horizon", with(func(c *GenConfig) { c.Pool = []Sample{{1, Horizon + 1}}; c.Load = 1e6 }),
+			"trace: generate: job 0: ends after 100 years, beyond the 100-year horizon"},
+		{"tiny load", with(func(c *GenConfig) { c.Load = 1e-300 }), "trace: generate: load 1e-300 gives arrival times beyond the 100-year horizon"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -3,6 +3,7 @@ package trace
 import (
 	"cmp"
 	"fmt"
+	"github.com/sharebench/sharebench/internal/clip"
 	"slices"
 	"time"
 )
@@ -74,5 +75,5 @@ func ParseFormat(s string) (Format, error) {
 			return Format(f), nil
 		}
 	}
-	return 0, fmt.Errorf("trace: unknown format %q (known: auto, canonical, muri, tiresias, philly)", s)
+	return 0, fmt.Errorf("trace: unknown format %s (known: auto, canonical, muri, tiresias, philly)", clip.Quote(s))
 }

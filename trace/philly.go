@@ -2,6 +2,8 @@ package trace
 
 import (
 	"fmt"
+	"github.com/sharebench/sharebench/internal/clip"
+	"github.com/sharebench/sharebench/internal/simtime"
 	"math"
 	"math/rand/v2"
 	"time"
@@ -50,11 +52,11 @@ func checkModels(models []ModelSpec) (float64, error) {
 		}
 		switch {
 		case m.Batch < 0:
-			return 0, fmt.Errorf("model %q: negative batch %d", m.Name, m.Batch)
+			return 0, fmt.Errorf("model %s: negative batch %d", clip.Quote(m.Name), m.Batch)
 		case m.IterTime <= 0:
-			return 0, fmt.Errorf("model %q: iteration time %v is not positive", m.Name, m.IterTime)
+			return 0, fmt.Errorf("model %s: iteration time %v is not positive", clip.Quote(m.Name), m.IterTime)
 		case !(m.Weight >= 0) || math.IsInf(m.Weight, 0):
-			return 0, fmt.Errorf("model %q: weight %v is not a finite number ≥ 0", m.Name, m.Weight)
+			return 0, fmt.Errorf("model %s: weight %v is not a finite number ≥ 0", clip.Quote(m.Name), m.Weight)
 		}
 		total += m.Weight
 	}
@@ -142,9 +144,9 @@ func (r *Reader) scanPhilly() bool {
 	st.pos++
 	r.line = row.line
 	delta := row.unix - st.earliest // < 400 years for 4-digit years, so no overflow
-	if delta > math.MaxInt64/int64(time.Second) {
+	if delta > int64(Horizon/time.Second) {
 		return r.fail(&SyntaxError{File: r.name, Line: row.line, Column: r.names[r.col.timestamp],
-			Msg: "more than 292 years after the earliest timestamp"})
+			Msg: fmt.Sprintf("more than the %d-year horizon after the earliest timestamp", simtime.HorizonYears)})
 	}
 	m := st.models[pickModel(st.models, st.total, phillyModelDraw(r.opt.Seed, row.index))]
 	r.job = Job{
@@ -156,6 +158,9 @@ func (r *Reader) scanPhilly() bool {
 		Batch:    m.Batch,
 		IterTime: m.IterTime,
 		Line:     row.line,
+	}
+	if err := r.checkHorizon(r.job, r.col.timestamp, r.col.duration); err != nil {
+		return r.fail(err)
 	}
 	r.n++
 	return true
@@ -205,11 +210,11 @@ func (r *Reader) parsePhillyRow(index int) (row phillyRow, ok bool, err error) {
 	}
 	switch {
 	case gpus > math.MaxInt32:
-		return row, false, r.errAt(r.col.gpus, fmt.Sprintf("number %q out of range", r.fields[r.col.gpus]))
+		return row, false, r.errAt(r.col.gpus, fmt.Sprintf("number %s out of range", clip.Quote(r.fields[r.col.gpus])))
 	case gpus <= 0 && !r.opt.SkipInvalid:
-		return row, false, r.errAt(r.col.gpus, fmt.Sprintf("must be positive, got %q", r.fields[r.col.gpus]))
+		return row, false, r.errAt(r.col.gpus, fmt.Sprintf("must be positive, got %s", clip.Quote(r.fields[r.col.gpus])))
 	case dur <= 0 && !r.opt.SkipInvalid:
-		return row, false, r.errAt(r.col.duration, fmt.Sprintf("must be positive, got %q", r.fields[r.col.duration]))
+		return row, false, r.errAt(r.col.duration, fmt.Sprintf("must be positive, got %s", clip.Quote(r.fields[r.col.duration])))
 	case gpus <= 0 || dur <= 0:
 		return row, false, nil
 	}
@@ -222,11 +227,11 @@ func (r *Reader) parsePhillyRow(index int) (row phillyRow, ok bool, err error) {
 func parseTimestamp(b []byte) (int64, string) {
 	const layout = "0000-00-00 00:00:00"
 	if len(b) != len(layout) {
-		return 0, fmt.Sprintf("invalid timestamp %q (want YYYY-MM-DD hh:mm:ss)", b)
+		return 0, fmt.Sprintf("invalid timestamp %s (want YYYY-MM-DD hh:mm:ss)", clip.Quote(b))
 	}
 	for i := range len(layout) {
 		if layout[i] == '0' && !isDigit(b[i]) || layout[i] != '0' && b[i] != layout[i] {
-			return 0, fmt.Sprintf("invalid timestamp %q (want YYYY-MM-DD hh:mm:ss)", b)
+			return 0, fmt.Sprintf("invalid timestamp %s (want YYYY-MM-DD hh:mm:ss)", clip.Quote(b))
 		}
 	}
 	num := func(i, n int) int64 {
@@ -239,7 +244,7 @@ func parseTimestamp(b []byte) (int64, string) {
 	y, mo, d := num(0, 4), num(5, 2), num(8, 2)
 	h, mi, s := num(11, 2), num(14, 2), num(17, 2)
 	if mo < 1 || mo > 12 || d < 1 || d > daysIn(y, mo) || h > 23 || mi > 59 || s > 59 {
-		return 0, fmt.Sprintf("invalid timestamp %q: field out of range", b)
+		return 0, fmt.Sprintf("invalid timestamp %s: field out of range", clip.Quote(b))
 	}
 	return daysFromCivil(y, mo, d)*86400 + h*3600 + mi*60 + s, ""
 }

@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/sharebench/sharebench/internal/clip"
+	"github.com/sharebench/sharebench/internal/simtime"
 	"io"
 	"math"
 	"os"
@@ -203,7 +205,7 @@ func (r *Reader) readHeader() bool {
 		r.names[i] = string(f)
 		for _, prev := range r.names[:i] {
 			if prev == r.names[i] {
-				r.err = &SyntaxError{File: r.name, Line: r.line, Msg: fmt.Sprintf("duplicate column %q in the header", prev)}
+				r.err = &SyntaxError{File: r.name, Line: r.line, Msg: fmt.Sprintf("duplicate column %s in the header", clip.Quote(prev))}
 				return false
 			}
 		}
@@ -218,7 +220,7 @@ func (r *Reader) readHeader() bool {
 		}
 		if r.d == nil {
 			r.err = &SyntaxError{File: r.name, Line: r.line,
-				Msg: fmt.Sprintf("unknown header %q (known headers: %s)", got, knownHeaders())}
+				Msg: fmt.Sprintf("unknown header %s (known headers: %s)", clip.Quote(got), knownHeaders())}
 			return false
 		}
 	default:
@@ -229,7 +231,7 @@ func (r *Reader) readHeader() bool {
 		}
 		if !d.matches(r.names) {
 			r.err = &SyntaxError{File: r.name, Line: r.line,
-				Msg: fmt.Sprintf("header %q does not match the %s format (want %s)", got, d.format, d.spell())}
+				Msg: fmt.Sprintf("header %s does not match the %s format (want %s)", clip.Quote(got), d.format, d.spell())}
 			return false
 		}
 		r.d = d
@@ -273,16 +275,16 @@ func (r *Reader) number(i, scale int) (int64, error) {
 	case numEmpty:
 		return 0, r.errAt(i, "missing value")
 	case numNotFinite:
-		return 0, r.errAt(i, fmt.Sprintf("invalid number %q: not finite", b))
+		return 0, r.errAt(i, fmt.Sprintf("invalid number %s: not finite", clip.Quote(b)))
 	case numRange:
-		return 0, r.errAt(i, fmt.Sprintf("number %q out of range", b))
+		return 0, r.errAt(i, fmt.Sprintf("number %s out of range", clip.Quote(b)))
 	case numPrecision:
 		if scale == 0 {
-			return 0, r.errAt(i, fmt.Sprintf("invalid number %q: not an integer", b))
+			return 0, r.errAt(i, fmt.Sprintf("invalid number %s: not an integer", clip.Quote(b)))
 		}
-		return 0, r.errAt(i, fmt.Sprintf("invalid number %q: finer than a nanosecond", b))
+		return 0, r.errAt(i, fmt.Sprintf("invalid number %s: finer than a nanosecond", clip.Quote(b)))
 	default:
-		return 0, r.errAt(i, fmt.Sprintf("invalid number %q", b))
+		return 0, r.errAt(i, fmt.Sprintf("invalid number %s", clip.Quote(b)))
 	}
 }
 
@@ -294,11 +296,11 @@ func (r *Reader) bounded(i, scale int, lo, hi int64) (int64, error) {
 	}
 	switch {
 	case v < lo && lo == 1:
-		return 0, r.errAt(i, fmt.Sprintf("must be positive, got %q", r.fields[i]))
+		return 0, r.errAt(i, fmt.Sprintf("must be positive, got %s", clip.Quote(r.fields[i])))
 	case v < lo:
-		return 0, r.errAt(i, fmt.Sprintf("must not be negative, got %q", r.fields[i]))
+		return 0, r.errAt(i, fmt.Sprintf("must not be negative, got %s", clip.Quote(r.fields[i])))
 	case v > hi:
-		return 0, r.errAt(i, fmt.Sprintf("number %q out of range", r.fields[i]))
+		return 0, r.errAt(i, fmt.Sprintf("number %s out of range", clip.Quote(r.fields[i])))
 	}
 	return v, nil
 }
@@ -351,6 +353,7 @@ func (r *Reader) parseRow() (Job, error) {
 			return Job{}, err
 		}
 	}
+	runCol := r.col.iters
 	if r.d.format == FormatTiresias {
 		d, err := r.duration(r.col.duration, scale)
 		if err != nil {
@@ -359,8 +362,28 @@ func (r *Reader) parseRow() (Job, error) {
 		if d > 0 {
 			j.IterTime = time.Duration(max(1, divRound(int64(d), j.Iters)))
 		}
+		runCol = r.col.duration
 	}
-	return j, nil
+	return j, r.checkHorizon(j, r.col.submit, runCol)
+}
+
+// Horizon is the latest instant, from the start of a trace, that a job may submit at or end by
+// when run alone: 100 years. The simulator's schedules stay within it too (internal/simtime).
+const Horizon = simtime.Horizon
+
+// checkHorizon reports a job that submits after the horizon, or whose exclusive run time
+// (iterations × iteration time) would end after it, at the submit or run-time column.
+func (r *Reader) checkHorizon(j Job, submitCol, runCol int) error {
+	if j.Submit > Horizon {
+		return r.errAt(submitCol, simtime.ErrBeyond("submits after", j.Submit))
+	}
+	if j.IterTime > 0 {
+		if end := simtime.Add(j.Submit, simtime.Mul(j.IterTime, j.Iters)); end > Horizon {
+			return r.errAt(runCol, fmt.Sprintf("%d × %s per iteration %s", j.Iters, simtime.Format(j.IterTime),
+				simtime.ErrBeyond("ends after", end)))
+		}
+	}
+	return nil
 }
 
 // duration parses field i as a non-negative time in the unit given by scale.
@@ -394,16 +417,16 @@ func checkModelName[T string | []byte](b T) string {
 		return "missing value"
 	}
 	if !utf8.Valid([]byte(b)) {
-		return fmt.Sprintf("invalid model name %q: not UTF-8", b)
+		return fmt.Sprintf("invalid model name %s: not UTF-8", clip.Quote(b))
 	}
 	for k := 0; k < len(b); k++ {
 		c := b[k]
 		if c < 0x20 || c == 0x7f || c == ',' || c == '"' {
-			return fmt.Sprintf("invalid model name %q", b)
+			return fmt.Sprintf("invalid model name %s", clip.Quote(b))
 		}
 	}
 	if b[0] == ' ' || b[len(b)-1] == ' ' {
-		return fmt.Sprintf("invalid model name %q: surrounding blanks", b)
+		return fmt.Sprintf("invalid model name %s: surrounding blanks", clip.Quote(b))
 	}
 	return ""
 }

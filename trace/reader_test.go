@@ -125,8 +125,9 @@ func TestReaderScanKeepsFileOrder(t *testing.T) {
 func TestReadErrors(t *testing.T) {
 	t.Parallel()
 	const (
-		can  = "job_id,submit_s,num_gpu,model,batch_size,iterations\n"
-		muri = "job_id,num_gpu,submit_time,iterations,model_name,batch_size,duration,interval," +
+		can     = "job_id,submit_s,num_gpu,model,batch_size,iterations\n"
+		canIter = "job_id,submit_s,num_gpu,model,batch_size,iterations,iteration_time_s\n"
+		muri    = "job_id,num_gpu,submit_time,iterations,model_name,batch_size,duration,interval," +
 			"iteration_time,resource_time_0,resource_time_1,resource_time_2,priority\n"
 		tir    = "job_id,num_gpu,submit_time,iterations,model_name,duration,interval\n"
 		philly = "timestamp,duration,num_gpus,gpu_time,cluster\n"
@@ -210,14 +211,45 @@ func TestReadErrors(t *testing.T) {
 		{"philly NaN duration", FormatAuto, philly + "2017-10-09 07:01:55,nan,1,66.0,a\n", 2,
 			`x.csv:2: duration: invalid number "nan": not finite`},
 		{"philly span beyond the time range", FormatAuto, philly + "1700-01-01 00:00:00,1,1,1,a\n2017-01-01 00:00:00,1,1,1,a\n", 3,
-			"x.csv:3: timestamp: more than 292 years after the earliest timestamp"},
+			"x.csv:3: timestamp: more than the 100-year horizon after the earliest timestamp"},
 		{"philly header only", FormatAuto, philly, 1, "x.csv:1: no jobs after the header"},
+		// The horizon (internal/simtime): no job submits after 100 years or, run alone, ends after.
+		{"2^63 iterations", FormatAuto, can + "0,0,1,a,1,9223372036854775807\n", 0, ""},
+		{"2^63 iterations of 1 s", FormatAuto, canIter + "0,0,1,a,1,9223372036854775807,1\n", 2,
+			"x.csv:2: iterations: 9223372036854775807 × 1 s per iteration ends after more than 292 years, beyond the 100-year horizon"},
+		{"10^12 iterations of 1000 s", FormatAuto, canIter + "0,0,1,a,1,1000000000000,1000\n", 2,
+			"x.csv:2: iterations: 1000000000000 × 1000 s per iteration ends after more than 292 years, beyond the 100-year horizon"},
+		{"run ends past the horizon", FormatAuto, canIter + "0,3000000000,1,a,1,1000,200000\n", 2,
+			"x.csv:2: iterations: 1000 × 2.315 days per iteration ends after 101.5 years, beyond the 100-year horizon"},
+		{"submit past the horizon", FormatAuto, can + "0,9223372036,1,a,1,1\n", 2,
+			"x.csv:2: submit_s: submits after 292.5 years, beyond the 100-year horizon"},
+		{"muri run past the horizon", FormatAuto, muri + "0,1,0,1000000000000,a,1,0,0,1000000,0,0,0,0\n", 2,
+			"x.csv:2: iterations: 1000000000000 × 1000 s per iteration ends after more than 292 years, beyond the 100-year horizon"},
+		{"tiresias duration past the horizon", FormatAuto, tir + "0,1,0,1,a,9223372036,1\n", 2,
+			"x.csv:2: duration: 1 × 292.5 years per iteration ends after 292.5 years, beyond the 100-year horizon"},
+		{"philly duration past the horizon", FormatAuto, philly + "2017-10-09 07:01:55,9223372036,1,66.0,a\n", 2,
+			"x.csv:2: duration: "},
+		{"1 MB header", FormatAuto, strings.Repeat("h", 1<<20-1) + "\n", 1,
+			`x.csv:1: unknown header "` + strings.Repeat("h", 256) + `…" (1048575 bytes) (known headers: ` +
+				"canonical: job_id,submit_s,num_gpu,model,batch_size,iterations[,iteration_time_s]; " +
+				"muri: job_id,num_gpu,submit_time,iterations,model_name,batch_size,duration,interval,iteration_time," +
+				"resource_time_0,resource_time_1,resource_time_2,priority; " +
+				"tiresias: job_id,num_gpu,submit_time,iterations,model_name,duration,interval; " +
+				"philly: timestamp,duration,num_gpus,gpu_time,cluster)"},
+		{"1 MB number", FormatAuto, can + "0," + strings.Repeat("1", 1<<19) + "x,1,a,1,1\n", 2,
+			`x.csv:2: submit_s: invalid number "` + strings.Repeat("1", 256) + `…" (524289 bytes)`},
 		{"philly wrong field count", FormatAuto, philly + "2017-10-09 07:01:55,66.0,1\n", 2, "x.csv:2: wrong number of fields: got 3, want 5"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			jobs, err := ReadAll(strings.NewReader(tt.in), "x.csv", tt.format, Options{})
+			if tt.want == "" { // valid: without an iteration time nothing is beyond the horizon yet
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
 			if err == nil {
 				t.Fatalf("ReadAll = %d jobs, want error %q", len(jobs), tt.want)
 			}
@@ -231,7 +263,7 @@ func TestReadErrors(t *testing.T) {
 			if se.Line != tt.line || se.File != "x.csv" {
 				t.Errorf("position = %s:%d, want x.csv:%d", se.File, se.Line, tt.line)
 			}
-			if got := err.Error(); got != tt.want {
+			if got := err.Error(); got != tt.want && !(strings.HasSuffix(tt.want, ": ") && strings.HasPrefix(got, tt.want)) {
 				t.Errorf("error:\n got %s\nwant %s", got, tt.want)
 			}
 		})

@@ -6,6 +6,8 @@ import (
 	"io"
 	"math"
 	"strconv"
+
+	"github.com/sharebench/sharebench/internal/simtime"
 )
 
 // Write writes jobs to w in the canonical format, in the given order:
@@ -16,7 +18,7 @@ import (
 // written only if some job has an IterTime. Reading the output back with [ReadAll] yields
 // the same jobs, sorted by (Submit, ID) and with Line set to their new lines. Write rejects
 // jobs that the readers would reject: non-positive GPUs or iterations, negative times, ids or
-// batches, invalid model names and duplicate ids.
+// batches, invalid model names, duplicate ids and times beyond the [Horizon].
 func Write(w io.Writer, jobs []Job) error {
 	withIter := false
 	seen := make(map[JobID]struct{}, len(jobs))
@@ -81,6 +83,11 @@ func checkJob(j Job) error {
 		return fmt.Errorf("batch %d out of range", j.Batch)
 	case j.IterTime < 0:
 		return fmt.Errorf("negative iteration time %v", j.IterTime)
+	case j.Submit > Horizon:
+		return fmt.Errorf("%s", simtime.ErrBeyond("submits after", j.Submit))
+	case j.IterTime > 0 && simtime.Add(j.Submit, simtime.Mul(j.IterTime, j.Iters)) > Horizon:
+		return fmt.Errorf("%d × %s per iteration %s", j.Iters, simtime.Format(j.IterTime),
+			simtime.ErrBeyond("ends after", simtime.Add(j.Submit, simtime.Mul(j.IterTime, j.Iters))))
 	}
 	if msg := checkModelName(j.Model); msg != "" {
 		return fmt.Errorf("model: %s", msg)

@@ -32,10 +32,10 @@ func TestWrite(t *testing.T) {
 			name: "iteration times and nanoseconds",
 			jobs: []Job{
 				{ID: 0, Submit: 1, GPUs: 1, Iters: 7, Model: "a2c", Batch: 64, IterTime: 555 * time.Millisecond},
-				{ID: 9, Submit: math.MaxInt64, GPUs: 8, Iters: math.MaxInt64, Model: "gpt 2", Batch: 4},
+				{ID: 9, Submit: Horizon - 1, GPUs: 8, Iters: math.MaxInt64, Model: "gpt 2", Batch: 4},
 			},
 			want: "job_id,submit_s,num_gpu,model,batch_size,iterations,iteration_time_s\n" +
-				"0,0.000000001,1,a2c,64,7,0.555\n9,9223372036.854775807,8,gpt 2,4,9223372036854775807,0\n",
+				"0,0.000000001,1,a2c,64,7,0.555\n9,3153599999.999999999,8,gpt 2,4,9223372036854775807,0\n",
 		},
 	}
 	for _, tt := range tests {
@@ -109,12 +109,19 @@ func randomJobs(rng *rand.Rand, n int) []Job {
 	for i := range jobs {
 		jobs[i] = Job{
 			ID:       JobID(pick(int64(i), math.MaxInt64-int64(i))),
-			Submit:   time.Duration(pick(rng.Int64N(1e15), math.MaxInt64-rng.Int64N(1e9))),
+			Submit:   time.Duration(pick(rng.Int64N(1e15), int64(Horizon)-rng.Int64N(1e9))),
 			GPUs:     int(pick(1+rng.Int64N(64), math.MaxInt32)),
 			Iters:    pick(1+rng.Int64N(1e7), math.MaxInt64),
 			Model:    names[rng.IntN(len(names))],
 			Batch:    int(pick(rng.Int64N(512), math.MaxInt32)),
 			IterTime: time.Duration(pick(rng.Int64N(2e9), rng.Int64N(2))),
+		}
+		// Keep the job's exclusive run within the horizon, at its edge when the draw is big.
+		if j := &jobs[i]; j.IterTime > 0 {
+			if j.Submit > Horizon-j.IterTime {
+				j.Submit = Horizon - j.IterTime
+			}
+			j.Iters = min(j.Iters, int64(Horizon-j.Submit)/int64(j.IterTime))
 		}
 	}
 	return jobs

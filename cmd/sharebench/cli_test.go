@@ -94,7 +94,7 @@ func TestUsageErrorsOneLine(t *testing.T) {
 		{[]string{"simulate", "--seed", "x"}, `Error: invalid value "x" for --seed (uint64): invalid syntax; see 'sharebench simulate --help'`},
 		{[]string{"simulate", "--trace", "t.csv"}, "Error: required flags --out, --policy not set; see 'sharebench simulate --help'"},
 		{[]string{"simulate", "extra"}, `Error: unexpected argument "extra"; see 'sharebench simulate --help'`},
-		{[]string{"trace", "gen", "--jobs", "0", "--load", "1", "--cluster", "1x1", "--out", "-"}, "Error: trace gen: --jobs must be a positive number; see 'sharebench trace gen --help'"},
+		{[]string{"trace", "gen", "--jobs", "0", "--load", "1", "--cluster", "1x1", "--out", "-"}, "Error: trace gen: --jobs 0: want a number of jobs in [1, 10000000]; see 'sharebench trace gen --help'"},
 		{[]string{"profile", "frob"}, `Error: unknown command "frob" for "sharebench profile"; see 'sharebench profile --help'`},
 		{[]string{"profile", "shwo"}, `Error: unknown command "shwo" for "sharebench profile" (did you mean show?); see 'sharebench profile --help'`},
 		{[]string{"profile", "show"}, "Error: want one PROFILE.json, got 0 arguments; see 'sharebench profile show --help'"},

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -112,12 +111,14 @@ func (o *replayOpts) run(ctx context.Context, stdout, stderr io.Writer) error {
 	switch {
 	case o.gpus < 1 || o.gpus > 1024:
 		return usagef("replay: --gpus %d: want 1 to 1024", o.gpus)
-	case math.IsNaN(o.interval) || o.interval < 0 || o.interval > 1e9:
-		return usagef("replay: --interval must be in [0, 1e9] seconds")
 	case !(o.timeScale > 0) || o.timeScale > 1e6:
 		return usagef("replay: --time-scale must be in (0, 1e6]")
 	case o.device != "cuda" && o.device != "cpu":
 		return usagef("replay: --device %q: want cuda or cpu", o.device)
+	}
+	interval, err := sim.IntervalFromSeconds(o.interval)
+	if err != nil {
+		return usagef("replay: --interval: %v", err)
 	}
 	f, err := trace.ParseFormat(o.format)
 	if err != nil {
@@ -162,7 +163,7 @@ func (o *replayOpts) run(ctx context.Context, stdout, stderr io.Writer) error {
 		return fmt.Errorf("%w (the replay has %d GPUs)", err, shape.GPUs())
 	}
 	spec := replay.Spec{Jobs: jobs, TraceName: name, Shape: shape, Policy: o.policy, Profile: prof, ProfileName: o.profile,
-		ModelMap: mm, Interval: time.Duration(math.Round(o.interval * 1e9)), Restart: restart, Seed: uint64(o.seed), TimeScale: o.timeScale}
+		ModelMap: mm, Interval: interval, Restart: restart, Seed: uint64(o.seed), TimeScale: o.timeScale}
 	newWorld, man, err := o.world(spec)
 	if err != nil {
 		return err

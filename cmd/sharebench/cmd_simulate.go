@@ -6,15 +6,14 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/sharebench/sharebench/bench"
 	"github.com/sharebench/sharebench/cluster"
 	"github.com/sharebench/sharebench/internal/outdir"
+	"github.com/sharebench/sharebench/internal/tmpdir"
 	"github.com/sharebench/sharebench/policy"
 	"github.com/sharebench/sharebench/profile"
 	"github.com/sharebench/sharebench/sim"
@@ -102,8 +101,9 @@ func (o *simulateOpts) run(ctx context.Context, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("simulate: %w", err)
 	}
-	if math.IsNaN(o.interval) || o.interval < 0 {
-		return usagef("simulate: --interval must be ≥ 0")
+	interval, err := sim.IntervalFromSeconds(o.interval)
+	if err != nil {
+		return usagef("simulate: --%v", err)
 	}
 	f, err := trace.ParseFormat(o.format)
 	if err != nil {
@@ -142,20 +142,23 @@ func (o *simulateOpts) run(ctx context.Context, stdout io.Writer) error {
 		return err
 	}
 	spec := bench.SimSpec{Jobs: jobs, TraceName: filepath.Base(o.trace), Shape: shape, Policy: o.policy,
-		Profile: prof, ProfileName: o.profile, ModelMap: mm, Interval: time.Duration(math.Round(o.interval * 1e9)),
+		Profile: prof, ProfileName: o.profile, ModelMap: mm, Interval: interval,
 		DropOversized: o.drop, Restart: restartCost, Seed: o.seed, IterScale: o.iterScale, OverheadEveryEvent: o.everyEvent}
 	// A run directory of ours is replaced as a whole; into a forced foreign directory the run's
 	// files are moved one by one, so that nothing else there is lost.
 	dest := o.out
 	if st == outdir.Foreign {
-		tmp, err := os.MkdirTemp(o.out, ".sharebench-run.tmp-")
+		tmp, err := tmpdir.Create(o.out, ".sharebench-run.tmp-")
 		if err != nil {
 			return fmt.Errorf("simulate: %w", err)
 		}
-		defer os.RemoveAll(tmp)
-		dest = filepath.Join(tmp, "run")
+		defer tmp.Remove()
+		dest = filepath.Join(tmp.Path(), "run")
 	}
 	res, err := bench.Simulate(ctx, spec, dest, !o.noLog)
+	if errors.Is(err, context.Canceled) {
+		return fmt.Errorf("simulate: interrupted; %s is left as it was", o.out)
+	}
 	if err != nil {
 		return err
 	}
@@ -195,8 +198,8 @@ func resolveShape(shapeFlag, specFlag string, memGiB float64, maxShare int, prof
 		return shape, err
 	}
 	switch {
-	case math.IsNaN(memGiB) || memGiB < 0:
-		return shape, fmt.Errorf("--gpu-mem-gib must be positive")
+	case !(memGiB >= 0 && memGiB <= float64(cluster.MaxGPUMemBytes/cluster.GiB)):
+		return shape, fmt.Errorf("--gpu-mem-gib %g: want GiB in (0, %d]", memGiB, cluster.MaxGPUMemBytes/cluster.GiB)
 	case memGiB > 0:
 		shape.GPUMemBytes = int64(math.Round(memGiB * float64(cluster.GiB)))
 	case shape.GPUMemBytes > 0:

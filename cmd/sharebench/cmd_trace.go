@@ -18,6 +18,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sharebench/sharebench/cluster"
+	"github.com/sharebench/sharebench/internal/clip"
 	"github.com/sharebench/sharebench/profile"
 	"github.com/sharebench/sharebench/trace"
 )
@@ -157,11 +159,11 @@ func newTraceValidateCmd() *cobra.Command {
 func traceValidate(ctx context.Context, rf traceReadFlags, clusterFlag string, stdout io.Writer) error {
 	clusterGPUs := 0
 	if clusterFlag != "" {
-		nodes, perNode, err := traceParseCluster(clusterFlag)
+		shape, err := cluster.ParseShape(clusterFlag)
 		if err != nil {
-			return fmt.Errorf("trace validate: %w", err)
+			return usagef("trace validate: --%w", err)
 		}
-		clusterGPUs = nodes * perNode
+		clusterGPUs = shape.GPUs()
 	}
 	jobs, format, skipped, err := rf.read("validate")
 	if err != nil {
@@ -295,8 +297,8 @@ func newTraceGenCmd() *cobra.Command {
 // traceGen implements "sharebench trace gen".
 func traceGen(ctx context.Context, o traceGenOpts, stdout, stderr io.Writer) error {
 	switch {
-	case o.jobs <= 0:
-		return usagef("trace gen: --jobs must be a positive number")
+	case o.jobs <= 0 || o.jobs > trace.MaxGenJobs:
+		return usagef("trace gen: --jobs %d: want a number of jobs in [1, %d]", o.jobs, trace.MaxGenJobs)
 	case !(o.load > 0):
 		return usagef("trace gen: --load must be a positive number")
 	case o.cluster == "":
@@ -304,9 +306,9 @@ func traceGen(ctx context.Context, o traceGenOpts, stdout, stderr io.Writer) err
 	case o.out == "":
 		return usagef("trace gen: --out is required")
 	}
-	nodes, perNode, err := traceParseCluster(o.cluster)
+	shape, err := cluster.ParseShape(o.cluster)
 	if err != nil {
-		return fmt.Errorf("trace gen: %w", err)
+		return usagef("trace gen: --%w", err)
 	}
 	models, notes, err := traceGenModels(o.models, o.profile)
 	if err != nil {
@@ -328,7 +330,7 @@ func traceGen(ctx context.Context, o traceGenOpts, stdout, stderr io.Writer) err
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("trace gen: %w", err)
 	}
-	gpus := nodes * perNode
+	gpus := shape.GPUs()
 	draw := func(load float64) ([]trace.Job, error) {
 		rng := rand.New(rand.NewPCG(o.seed, traceStream("trace gen")))
 		return trace.Generate(trace.GenConfig{Jobs: o.jobs, Load: load, GPUs: gpus, Pool: pool, Models: models}, rng)
@@ -421,7 +423,7 @@ func traceGenModels(list, profPath string) (models []trace.ModelSpec, notes []st
 				known = append(known, m.Name)
 			}
 			slices.Sort(known)
-			return nil, nil, fmt.Errorf("--models: unknown model %q (%s: %s)", name, source, strings.Join(known, ", "))
+			return nil, nil, fmt.Errorf("--models: unknown model %s (%s: %s)", clip.Quote(name), source, strings.Join(known, ", "))
 		}
 		if all[i].IterTime <= 0 {
 			return nil, nil, fmt.Errorf("--models: %s has no 1-GPU step time for %s at its default batch %d", profPath, name, all[i].Batch)
@@ -465,21 +467,6 @@ func sameFile(a, b string) bool {
 func traceExists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
-}
-
-// traceParseCluster parses "NODESxGPUS", e.g. "8x8", into its two positive numbers.
-func traceParseCluster(s string) (nodes, perNode int, err error) {
-	a, b, ok := strings.Cut(strings.ToLower(s), "x")
-	if ok {
-		nodes, err = strconv.Atoi(a)
-		if err == nil {
-			perNode, err = strconv.Atoi(b)
-		}
-	}
-	if !ok || err != nil || nodes <= 0 || perNode <= 0 || nodes > 1<<20 || perNode > 1<<10 {
-		return 0, 0, fmt.Errorf("--cluster %q: want NODESxGPUS with positive numbers, e.g. 8x8", s)
-	}
-	return nodes, perNode, nil
 }
 
 // traceStream derives the second PCG seed word of a random stream from its purpose, so that

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,15 +11,6 @@ import (
 	"github.com/sharebench/sharebench/cluster"
 	"github.com/sharebench/sharebench/profile"
 )
-
-// TestMain lets the test binary stand in for sharebench when it is started as
-// "BINARY internal …": the fake backend starts its fake workloads that way.
-func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == "internal" {
-		os.Exit(execute(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
-	}
-	os.Exit(m.Run())
-}
 
 // fastFixture writes a profile of two models with 10 and 20 ms steps (a fixture, not a
 // measurement) and a four-job trace on one GPU.
@@ -83,9 +73,10 @@ func TestReplayVirtualEqualsSimulation(t *testing.T) {
 	}
 }
 
-// TestReplayFakeCLI replays four jobs with fake workloads (this test binary as sharebench),
-// then reads the result with "sharebench fidelity".
+// TestReplayFakeCLI replays four jobs with fake workloads (this test binary as sharebench,
+// see TestMain), then reads the result with "sharebench fidelity".
 func TestReplayFakeCLI(t *testing.T) {
+	t.Setenv("SHAREBENCH_TEST_AS_MAIN", "1") // the fake workloads are this binary as sharebench
 	prof, tr := fastFixture(t)
 	out := filepath.Join(t.TempDir(), "r")
 	stdout, stderr, err := cli(t, "replay", "--trace", tr, "--profile", prof, "--policy", "sjf-bsbf", "--backend", "fake",
