@@ -128,23 +128,11 @@ func (o *replayOpts) run(ctx context.Context, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("replay: --restart-cost: %w", err)
 	}
-	var prof *profile.Table
-	if o.profile != "" {
-		if prof, err = profile.LoadFile(o.profile); err != nil {
-			return err
-		}
-	}
-	shape, err := resolveShape("1x"+strconv.Itoa(o.gpus), "", o.memGiB, o.maxShare, prof)
+	prof, mm, jobs, err := loadSimInputs(o.trace, f, o.profile, o.modelMap, uint64(o.seed))
 	if err != nil {
 		return err
 	}
-	var mm *profile.ModelMap
-	if o.modelMap != "" {
-		if mm, err = profile.LoadModelMapFile(o.modelMap); err != nil {
-			return err
-		}
-	}
-	jobs, err := trace.ReadFile(o.trace, f, trace.Options{})
+	shape, err := resolveShape("1x"+strconv.Itoa(o.gpus), "", o.memGiB, o.maxShare, prof)
 	if err != nil {
 		return err
 	}

@@ -82,6 +82,36 @@ func newSimulateCmd() *cobra.Command {
 	return cmd
 }
 
+// loadSimInputs reads what simulate and replay take: the profile and model map (each optional)
+// and the trace. A job table without models (Philly) gets the authors' eight models with the
+// profile's step times, as the experiments do, so its jobs keep their durations on one GPU.
+func loadSimInputs(tracePath string, f trace.Format, profPath, mapPath string, seed uint64) (*profile.Table, *profile.ModelMap, []trace.Job, error) {
+	var prof *profile.Table
+	var mm *profile.ModelMap
+	var err error
+	if profPath != "" {
+		if prof, err = profile.LoadFile(profPath); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	if mapPath != "" {
+		if mm, err = profile.LoadModelMapFile(mapPath); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	opts := trace.Options{Seed: seed}
+	if prof != nil {
+		if opts.PhillyModels, err = bench.ProfileModels(prof, mm); err != nil && f == trace.FormatPhilly {
+			return nil, nil, nil, err
+		}
+	}
+	jobs, err := trace.ReadFile(tracePath, f, opts)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return prof, mm, jobs, nil
+}
+
 // completePolicies offers the policy names and aliases.
 func completePolicies(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
 	r := policy.Builtin()
@@ -113,31 +143,11 @@ func (o *simulateOpts) run(ctx context.Context, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("simulate: --restart-cost: %w", err)
 	}
-	var prof *profile.Table
-	if o.profile != "" {
-		if prof, err = profile.LoadFile(o.profile); err != nil {
-			return err
-		}
-	}
-	shape, err := resolveShape(o.shape, o.spec, o.memGiB, o.maxShare, prof)
+	prof, mm, jobs, err := loadSimInputs(o.trace, f, o.profile, o.modelMap, o.seed)
 	if err != nil {
 		return err
 	}
-	var mm *profile.ModelMap
-	if o.modelMap != "" {
-		if mm, err = profile.LoadModelMapFile(o.modelMap); err != nil {
-			return err
-		}
-	}
-	opts := trace.Options{Seed: o.seed}
-	if prof != nil {
-		// A job table without models (Philly) gets the authors' eight models with the profile's
-		// step times, as the experiments do, so its jobs keep their durations on one GPU.
-		if opts.PhillyModels, err = bench.ProfileModels(prof, mm); err != nil && f == trace.FormatPhilly {
-			return err
-		}
-	}
-	jobs, err := trace.ReadFile(o.trace, f, opts)
+	shape, err := resolveShape(o.shape, o.spec, o.memGiB, o.maxShare, prof)
 	if err != nil {
 		return err
 	}
