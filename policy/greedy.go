@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -18,16 +19,25 @@ type placeFunc func(p *placer, j *Job) (pl Placement, ok bool, err error)
 //
 // The walk skips work it can prove futile, without changing any decision:
 //   - once no running job ranks below the current one, nothing can be preempted any more, and
-//     only jobs that ask for at most the free GPUs are walked (the pending jobs are indexed by
-//     GPU count);
+//     only jobs that ask for at most the free GPUs are walked;
 //   - jobs of one family (same options, same GPU count) met in key order can only be harder to
-//     place than the first one that failed, as long as the cluster has not changed since (for the
-//     share check, t_con − t_seq is non-decreasing in the pending job's remaining time), so they
-//     are skipped, and the walk ends once every family still ahead has failed.
+//     place than the first one that failed (for the share check, t_con − t_seq is non-decreasing
+//     in the pending job's remaining time), as long as no job was preempted since: placements
+//     only take idle GPUs, room, memory and share partners away, so a family that failed stays
+//     failed until a preemption, and its jobs are skipped. With YARN placement, whether a job
+//     fits depends on its GPU count alone, and a larger job never fits where a smaller one does
+//     not, so a failure rules out every job of as many GPUs or more.
+//
+// To skip a family in one step, the walk takes the pending jobs family by family (State.ByFamily),
+// merging the families' next jobs in priority order with a heap; a family that fails leaves the
+// heap until the cluster changes.
 type greedy struct {
 	name      string
 	place     placeFunc
 	exclusive bool // the placement never shares, so a job needs idle GPUs
+	// bySize: whether a job can be placed depends only on its GPU count, and not on more than
+	// a smaller job (YARN placement).
+	bySize    bool
 	preempt   bool
 	tentative bool // victims: preempt only if the job then fits (else the authors' behaviour)
 	mps       bool
@@ -37,13 +47,22 @@ type greedy struct {
 	p          placer
 
 	// Per-call walk state.
-	s       *State
-	plan    *Plan
-	dead    []uint64 // epoch at which each family last failed
-	left    []int32  // pending jobs of each family not yet walked
-	pos     []int    // next index in each State.BySize list
+	s    *State
+	plan *Plan
+	dead []uint64 // epoch at which each family last failed
+	// failed is, with bySize, the fewest GPUs a job asked for that failed in this epoch: every
+	// job of as many GPUs or more fails too.
+	failed int
+	cur    []Pos  // each family's next job in State.ByFamily, unless the family lags (below)
+	head   []*Job // the job at cur, nil past the end
+	heads  binHeap[int32]
+	// The walk position: the last job walked (pending or victim) and its key. A family that
+	// failed keeps its position until the cluster changes; it then lags behind the walk and
+	// jumps ahead when it reaches the heap's top.
+	walked  bool
+	wk      Key
+	wj      *Job
 	epoch   uint64
-	alive   int      // families with jobs ahead, not failed this epoch, fitting the free GPUs
 	running []ranked // running jobs not preempted; once heaped, the items of heap
 	low     []ranked // running jobs popped from the heap that cannot be preempted, lowest first
 	runKey  func(*Job) Key
@@ -123,85 +142,135 @@ func (g *greedy) rank() {
 func (g *greedy) run(s *State, runKey func(*Job) Key, plan *Plan) error {
 	g.p.reset(s)
 	g.s, g.plan = s, plan
-	nf := len(s.Families)
-	g.dead = resize(g.dead, nf)
-	g.left = resize(g.left, nf)
-	g.pos = resize(g.pos, len(s.Sizes))
-	copy(g.left, s.Families)
 	g.epoch = 1
 	g.victims, g.ahead = g.victims[:0], g.ahead[:0]
 	g.running, g.low, g.last, g.heaped, g.ranked = g.running[:0], g.low[:0], -1, false, false
 	g.runKey = runKey
-	g.alive = g.families()
-	// Phase 1 (preemptive policies): every job that some running job ranks below may preempt,
-	// so walk the whole queue in order while that holds.
-	pi := 0
-	for (g.preempt || g.exhaustive) && pi < len(s.Pending) {
-		j := s.Pending[pi]
-		if len(g.ahead) > 0 && Compare(g.ahead[0].k, g.ahead[0].j, j.K, j) < 0 {
+	var err error
+	if g.exhaustive {
+		err = g.walkAll()
+	} else {
+		err = g.walk()
+	}
+	if err != nil {
+		return err
+	}
+	g.finish()
+	return nil
+}
+
+// walkAll walks every pending job in order, and the victims at their rank, attempting each.
+func (g *greedy) walkAll() error {
+	for j := range g.s.Pending.All() {
+		for len(g.ahead) > 0 && Compare(g.ahead[0].k, g.ahead[0].j, j.K, j) < 0 {
 			if err := g.walkVictim(); err != nil {
 				return err
 			}
-			continue
 		}
-		// A job that fits is placed whatever its rank; the running jobs are ranked only when
-		// one does not fit and might preempt.
-		if j.GPUs > g.free() || g.dead[j.Family] == g.epoch {
-			if g.preempt && !g.below(j.K, j) && !g.exhaustive {
-				break
-			}
-		}
-		pi++
-		g.pos[j.Size]++
 		if err := g.walkPending(j); err != nil {
 			return err
 		}
 	}
-	for g.exhaustive && len(g.ahead) > 0 {
+	for len(g.ahead) > 0 {
 		if err := g.walkVictim(); err != nil {
 			return err
 		}
 	}
-	// Phase 2: nothing ranks below any more; walk only jobs that fit in the free GPUs, merging
-	// the per-size lists (and the victims) in priority order.
-	for !g.exhaustive {
-		if g.alive <= 0 && len(g.ahead) == 0 {
-			break
+	return nil
+}
+
+// walk is walkAll with the shortcuts. While some running job ranks below the next job, every
+// job may preempt and is walked (phase 1); from then on nothing can be preempted any more (the
+// lowest running job only rises during a call, the walk only descends), so only jobs that fit in
+// the free GPUs are walked.
+func (g *greedy) walk() error {
+	nf := len(g.s.ByFamily)
+	g.dead = resize(g.dead, nf)
+	g.cur = resize(g.cur, nf)
+	g.head = resize(g.head, nf)
+	for f := range g.head {
+		g.head[f] = g.s.ByFamily[f].At(Pos{})
+	}
+	g.walked = false
+	if g.heads.less == nil {
+		g.heads.less = func(a, b int32) bool {
+			x, y := g.head[a], g.head[b]
+			return Compare(x.K, x, y.K, y) < 0
 		}
-		free := g.free()
-		var best *Job
-		bi := -1
-		for i, size := range s.Sizes {
-			if size > free {
-				break
-			}
-			l := s.BySize[i]
-			for g.pos[i] < len(l) && g.dead[l[g.pos[i]].Family] == g.epoch {
-				g.skip(l[g.pos[i]])
-				g.pos[i]++
-			}
-			if g.pos[i] < len(l) {
-				if c := l[g.pos[i]]; best == nil || Compare(c.K, c, best.K, best) < 0 {
-					best, bi = c, i
-				}
-			}
-		}
-		if len(g.ahead) > 0 && (best == nil || Compare(g.ahead[0].k, g.ahead[0].j, best.K, best) < 0) {
+	}
+	g.revive()
+	phase1 := g.preempt
+	for {
+		j := g.next(phase1)
+		if len(g.ahead) > 0 && (j == nil || Compare(g.ahead[0].k, g.ahead[0].j, j.K, j) < 0) {
 			if err := g.walkVictim(); err != nil {
 				return err
 			}
 			continue
 		}
-		if best == nil {
-			break
+		if j == nil {
+			return nil
 		}
-		g.pos[bi]++
-		if err := g.walkPending(best); err != nil {
+		// A job that fits is placed whatever its rank; the running jobs are ranked only when
+		// one does not fit and might preempt.
+		if phase1 && j.GPUs > g.free() && !g.below(j.K, j) {
+			phase1 = false
+			continue
+		}
+		g.pass(j.Family)
+		if err := g.walkPending(j); err != nil {
 			return err
 		}
 	}
-	g.finish()
+}
+
+// revive puts every family with jobs ahead back into the heap (after a change of the cluster).
+func (g *greedy) revive() {
+	g.failed = math.MaxInt
+	g.heads.items = g.heads.items[:0]
+	for f, h := range g.head {
+		if h != nil {
+			g.heads.items = append(g.heads.items, int32(f))
+		}
+	}
+	g.heads.init()
+}
+
+// next returns the next pending job worth walking: the first job of the heap's top family once
+// failed families, lagging families and (after phase 1) families that do not fit are dealt with.
+func (g *greedy) next(phase1 bool) *Job {
+	for g.heads.len() > 0 {
+		f := g.heads.top()
+		h := g.head[f]
+		switch {
+		case g.dead[f] == g.epoch || g.s.FamilyGPUs[f] >= g.failed || !phase1 && g.s.FamilyGPUs[f] > g.free():
+			g.heads.pop()
+		case g.walked && Compare(h.K, h, g.wk, g.wj) <= 0:
+			q := &g.s.ByFamily[f]
+			g.cur[f] = q.After(g.wk, g.wj)
+			if g.head[f] = q.At(g.cur[f]); g.head[f] == nil {
+				g.heads.pop()
+			} else {
+				g.heads.down(0)
+			}
+		default:
+			return h
+		}
+	}
 	return nil
+}
+
+// pass moves family f, the heap's top, past its next job, which the walk takes.
+func (g *greedy) pass(f int) {
+	q := &g.s.ByFamily[f]
+	j := g.head[f]
+	g.walked, g.wk, g.wj = true, j.K, j
+	g.cur[f] = q.Next(g.cur[f])
+	if g.head[f] = q.At(g.cur[f]); g.head[f] == nil {
+		g.heads.pop()
+	} else {
+		g.heads.down(0)
+	}
 }
 
 func resize[T any](s []T, n int) []T {
@@ -213,27 +282,17 @@ func resize[T any](s []T, n int) []T {
 	return s
 }
 
-// skip accounts for a pending job passed over without an attempt.
-func (g *greedy) skip(j *Job) { g.left[j.Family]-- }
-
-// walkPending tries one pending job.
+// walkPending tries one pending job; a failure that changed nothing rules its family out until
+// the cluster changes.
 func (g *greedy) walkPending(j *Job) error {
-	f := j.Family
-	g.left[f]--
-	if g.dead[f] == g.epoch && !g.exhaustive {
-		return nil
-	}
-	if g.left[f] == 0 && g.s.FamilyGPUs[f] <= g.free() {
-		g.alive--
-	}
 	ok, changed, err := g.attempt(j, j.K, nil)
 	if err != nil {
 		return err
 	}
-	if !ok && !changed {
-		g.dead[f] = g.epoch
-		if g.left[f] > 0 && g.s.FamilyGPUs[f] <= g.free() {
-			g.alive--
+	if !ok && !changed && !g.exhaustive {
+		g.dead[j.Family] = g.epoch
+		if g.bySize {
+			g.failed = min(g.failed, j.GPUs)
 		}
 	}
 	return nil
@@ -243,6 +302,7 @@ func (g *greedy) walkPending(j *Job) error {
 func (g *greedy) walkVictim() error {
 	v := g.ahead[0]
 	g.ahead = g.ahead[1:]
+	g.walked, g.wk, g.wj = true, v.k, v.j
 	_, _, err := g.attempt(v.j, v.k, v)
 	return err
 }
@@ -306,22 +366,13 @@ func (g *greedy) attempt(j *Job, jk Key, v *victim) (ok, changed bool, err error
 		}
 		changed = len(taken) > 0
 	}
-	if ok || changed {
+	if changed && !g.exhaustive {
+		// Preemption freed GPUs: families that failed may fit now. A placement alone never
+		// revives a family: it only takes GPUs, memory and share partners away.
 		g.epoch++
-		g.alive = g.families()
+		g.revive()
 	}
 	return ok, changed, nil
-}
-
-// families counts the families with pending jobs not yet walked that fit in the free GPUs.
-func (g *greedy) families() int {
-	n, free := 0, g.free()
-	for f, c := range g.left {
-		if c > 0 && g.s.FamilyGPUs[f] <= free {
-			n++
-		}
-	}
-	return n
 }
 
 // hostsPlanned reports whether a job placed earlier in this call shares a GPU with running job r.

@@ -52,16 +52,16 @@ type Moder interface {
 // State is what a policy sees at a scheduling instant. Policies must not modify jobs; they may
 // place and release jobs on Cluster tentatively.
 type State struct {
-	Now     time.Duration
-	Pending []*Job // in Keyer order when the policy is a Keyer, else by (Submit, ID)
+	Now time.Duration
+	// Pending holds the pending jobs in Keyer order when the policy is a Keyer, else by
+	// (Submit, ID).
+	Pending *Queue
 	Running []*Job // by ID
-	// Sizes lists the distinct GPU counts of the trace, ascending; BySize[i] holds the pending
-	// jobs asking for Sizes[i] GPUs, in the same order as Pending.
-	Sizes  []int
-	BySize [][]*Job
-	// Families counts the pending jobs of each family (see Job.Family); FamilyGPUs gives the
-	// GPU count of each family.
-	Families   []int32
+	// Sizes lists the distinct GPU counts of the trace, ascending (Job.Size indexes it).
+	Sizes []int
+	// ByFamily[f] holds the pending jobs of family f (see Job.Family) in the order of Pending;
+	// FamilyGPUs gives the GPU count of each family.
+	ByFamily   []Queue
 	FamilyGPUs []int
 	Cluster    *cluster.Cluster
 	Env        *Env

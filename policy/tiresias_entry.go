@@ -74,7 +74,7 @@ func newTiresiasEntry(a TiresiasEntryArgs) (*TiresiasEntry, error) {
 	if a.StarveFactor < 0 || math.IsNaN(a.StarveFactor) || math.IsInf(a.StarveFactor, 0) {
 		return nil, fmt.Errorf("starve_factor: must be a finite number ≥ 0")
 	}
-	t.g = greedy{name: KeyTiresiasEntry, place: yarnPlace, exclusive: true, preempt: a.Preempt, tentative: a.Victims == VictimsTentative, exhaustive: a.Exhaustive}
+	t.g = greedy{name: KeyTiresiasEntry, place: yarnPlace, exclusive: true, bySize: true, preempt: a.Preempt, tentative: a.Victims == VictimsTentative, exhaustive: a.Exhaustive}
 	return t, nil
 }
 

@@ -68,9 +68,8 @@ type engine struct {
 	now          time.Duration
 	next         int // next arrival
 	done         int
-	pend         []*policy.Job   // pending jobs, in policy order
-	fam          []int32         // pending jobs per family
-	bySize       [][]*policy.Job // pending jobs by GPU count, in policy order
+	pend         policy.Queue   // pending jobs, in policy order
+	fam          []policy.Queue // pending jobs by family, in policy order
 	run          []*policy.Job
 	byID         map[trace.JobID]*policy.Job
 	state        policy.State
@@ -183,7 +182,7 @@ func newEngine(cfg Config, jobs []trace.Job, p policy.Policy, prof *profile.Tabl
 	if s.estMem {
 		e.notes = append(e.notes, "GPU memory per job comes from an estimate in the profile (mem_estimated), not a measurement")
 	}
-	e.fam = make([]int32, len(s.fams))
+	e.fam = make([]policy.Queue, len(s.fams))
 	famGPUs := make([]int, len(s.fams))
 	for k, f := range s.fams {
 		famGPUs[f] = k.gpus
@@ -198,9 +197,8 @@ func newEngine(cfg Config, jobs []trace.Job, p policy.Policy, prof *profile.Tabl
 	for _, j := range e.jobs {
 		j.Size = slices.Index(sizes, j.GPUs)
 	}
-	e.bySize = make([][]*policy.Job, len(sizes))
-	e.state = policy.State{Cluster: e.cl, Env: e.env, ByID: e.byID, Families: e.fam, FamilyGPUs: famGPUs,
-		Sizes: sizes, BySize: e.bySize, Lookup: e.lookup, Jobs: e.jobs}
+	e.state = policy.State{Cluster: e.cl, Env: e.env, ByID: e.byID, Pending: &e.pend, ByFamily: e.fam, FamilyGPUs: famGPUs,
+		Sizes: sizes, Lookup: e.lookup, Jobs: e.jobs}
 	e.util.init(cfg.Shape.GPUs())
 	return e, nil
 }
@@ -245,14 +243,14 @@ func (e *engine) loop(ctx context.Context) error {
 		if e.cfg.Interval > 0 {
 			sched = ticked
 		} else {
-			sched = changed && (len(e.pend) > 0 || e.everyEvent) || woke
+			sched = changed && (e.pend.Len() > 0 || e.everyEvent) || woke
 		}
 		if sched {
 			if err := e.schedule(); err != nil {
 				return err
 			}
 		}
-		if e.cfg.Interval > 0 && len(e.pend) > 0 && e.tick < 0 {
+		if e.cfg.Interval > 0 && e.pend.Len() > 0 && e.tick < 0 {
 			// The next round: the first multiple of the interval after now (or now itself when
 			// a job arrived exactly on a round boundary that has not run yet).
 			next := (t/e.cfg.Interval + 1) * e.cfg.Interval
@@ -280,13 +278,13 @@ func (e *engine) nextTime() (time.Duration, bool) {
 // stuck reports jobs the policy left waiting although nothing else can happen.
 func (e *engine) stuck() error {
 	var ids []trace.JobID
-	for _, j := range e.pend {
+	for j := range e.pend.All() {
 		ids = append(ids, j.ID)
 		if len(ids) == 10 {
 			break
 		}
 	}
-	return fmt.Errorf("sim: policy %s left %d jobs waiting with nothing left to happen (first: %v)", e.pol.Name(), len(e.pend), ids)
+	return fmt.Errorf("sim: policy %s left %d jobs waiting with nothing left to happen (first: %v)", e.pol.Name(), e.pend.Len(), ids)
 }
 
 // lookup finds a job by ID for policies.

@@ -16,7 +16,7 @@ func (e *engine) advance(t time.Duration) {
 	if t < e.now {
 		panic(fmt.Sprintf("sim: time went backwards from %v to %v", e.now, t))
 	}
-	e.util.add(e.now, t, e.cl.NumGPUs()-e.cl.Idle(), e.cl.Shared(), len(e.run), len(e.pend))
+	e.util.add(e.now, t, e.cl.NumGPUs()-e.cl.Idle(), e.cl.Shared(), len(e.run), e.pend.Len())
 	e.now = t
 }
 
@@ -28,37 +28,22 @@ func (e *engine) arrive(i int32) {
 	e.enqueue(i)
 }
 
-// enqueue inserts job i into the pending list at its place in the policy's order.
+// enqueue inserts job i into the pending queues at its place in the policy's order.
 func (e *engine) enqueue(i int32) {
 	j := e.jobs[i]
 	if e.keyer != nil {
 		j.K = e.keyer.Key(j)
 	}
-	at, _ := slices.BinarySearchFunc(e.pend, j, pendCmp)
-	e.pend = slices.Insert(e.pend, at, j)
-	l := e.bySize[j.Size]
-	at, _ = slices.BinarySearchFunc(l, j, pendCmp)
-	e.bySize[j.Size] = slices.Insert(l, at, j)
-	e.fam[j.Family]++
+	e.pend.Insert(j)
+	e.fam[j.Family].Insert(j)
 }
 
 // dequeue removes pending job j (with its key unchanged since enqueue).
 func (e *engine) dequeue(j *policy.Job) {
-	e.pend = deleteSorted(e.pend, j)
-	e.bySize[j.Size] = deleteSorted(e.bySize[j.Size], j)
-	e.fam[j.Family]--
-}
-
-func deleteSorted(l []*policy.Job, j *policy.Job) []*policy.Job {
-	at, found := slices.BinarySearchFunc(l, j, pendCmp)
-	if !found || l[at] != j {
+	if !e.pend.Delete(j) || !e.fam[j.Family].Delete(j) {
 		panic(fmt.Sprintf("sim: job %d missing from the pending queue", j.ID))
 	}
-	return slices.Delete(l, at, at+1)
 }
-
-// pendCmp orders pending jobs by (key, submit, ID).
-func pendCmp(a, b *policy.Job) int { return policy.Compare(a.K, a, b.K, b) }
 
 // rekey moves a pending job whose key changed to its new place.
 func (e *engine) rekey(id trace.JobID) error {
@@ -195,7 +180,6 @@ func (e *engine) schedule() error {
 	for again := true; again; {
 		st := &e.state
 		st.Now = e.now
-		st.Pending = e.pend
 		st.Running = e.run
 		st.Finished = e.finished
 		mark := e.cl.Mark()
