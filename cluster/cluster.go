@@ -37,6 +37,8 @@ type Cluster struct {
 	byLoad    [][]uint64
 	idleNodes []uint64
 	openNodes []uint64
+	// idleAtLeast[k] holds the nodes with at least k GPUs without jobs (k ≥ 1; [1] is idleNodes).
+	idleAtLeast [][]uint64
 
 	allocs  map[trace.JobID]*alloc
 	spare   []*alloc // allocations undone by Rollback, reused by Place
@@ -83,14 +85,20 @@ func New(s Shape) *Cluster {
 	for w := range c.byLoad {
 		c.byLoad[w] = make([]uint64, words)
 	}
-	c.idleNodes = make([]uint64, words)
 	c.openNodes = make([]uint64, words)
+	c.idleAtLeast = make([][]uint64, s.GPUsPerNode+1)
+	for k := range c.idleAtLeast {
+		c.idleAtLeast[k] = make([]uint64, words)
+	}
+	c.idleNodes = c.idleAtLeast[1]
 	for i := range s.Nodes {
 		c.nodeIdle[i] = int32(s.GPUsPerNode)
 		c.nodeOpen[i] = int32(s.GPUsPerNode)
 		setBit(c.byLoad[0], i, true)
-		setBit(c.idleNodes, i, true)
 		setBit(c.openNodes, i, true)
+		for k := range c.idleAtLeast {
+			setBit(c.idleAtLeast[k], i, true)
+		}
 	}
 	return c
 }
@@ -155,6 +163,29 @@ func (c *Cluster) AppendIdle(dst []int, n int) []int {
 		}
 	}
 	return dst
+}
+
+// NextIdleNode returns the first node from node from on (by index) with at least k GPUs
+// without jobs, or -1.
+func (c *Cluster) NextIdleNode(k, from int) int {
+	if k > c.shape.GPUsPerNode {
+		return -1
+	}
+	k = max(k, 0)
+	set := c.idleAtLeast[k]
+	for w := from >> 6; w < len(set); w++ {
+		bits := set[w]
+		if w == from>>6 {
+			bits &^= 1<<(from&63) - 1
+		}
+		if bits != 0 {
+			if n := w<<6 | trailingZeros(bits); n < c.shape.Nodes {
+				return n
+			}
+			return -1
+		}
+	}
+	return -1
 }
 
 // setLoad moves node n from workload bucket old to new.
@@ -288,10 +319,8 @@ func (c *Cluster) place(j trace.JobID, a *alloc) {
 		c.free[g] -= a.mem
 		if k == 0 {
 			c.idle--
+			setBit(c.idleAtLeast[c.nodeIdle[n]], n, false)
 			c.nodeIdle[n]--
-			if c.nodeIdle[n] == 0 {
-				setBit(c.idleNodes, n, false)
-			}
 		}
 		if k == 1 {
 			c.shared++
@@ -348,7 +377,7 @@ func (c *Cluster) release(j trace.JobID, a *alloc) {
 		if k == 1 {
 			c.idle++
 			c.nodeIdle[n]++
-			setBit(c.idleNodes, n, true)
+			setBit(c.idleAtLeast[c.nodeIdle[n]], n, true)
 		}
 		if k == 2 {
 			c.shared--

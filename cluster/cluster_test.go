@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -124,5 +125,50 @@ func TestParseShapeAndSpec(t *testing.T) {
 	}
 	if _, err := LoadSpec(strings.NewReader(specHeader+"\n1,4,x,128,49140\n"), "bad.csv"); err == nil || !strings.Contains(err.Error(), "bad.csv:2: num_gpu_p_node") {
 		t.Errorf("LoadSpec bad = %v", err)
+	}
+}
+
+// TestNextIdleNode checks the per-count node sets against NodeIdle after random placements,
+// releases and rollbacks on 70 nodes (two bitset words).
+func TestNextIdleNode(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(3, 4))
+	c := New(shape(70, 4))
+	var placed []trace.JobID
+	check := func(step int) {
+		for k := 0; k <= 5; k++ {
+			for from := 0; from <= 70; from += 1 + rng.IntN(9) {
+				want := -1
+				for n := from; n < 70; n++ {
+					if c.NodeIdle(n) >= k {
+						want = n
+						break
+					}
+				}
+				if got := c.NextIdleNode(k, from); got != want {
+					t.Fatalf("step %d: NextIdleNode(%d, %d) = %d, want %d", step, k, from, got, want)
+				}
+			}
+		}
+	}
+	for step := range 3000 {
+		switch {
+		case len(placed) > 0 && rng.IntN(3) == 0:
+			k := rng.IntN(len(placed))
+			if err := c.Release(placed[k]); err != nil {
+				t.Fatal(err)
+			}
+			placed = slices.Delete(placed, k, k+1)
+		case rng.IntN(10) == 0:
+			m := c.Mark()
+			c.Place(trace.JobID(100000+step), []int{rng.IntN(280)}, GiB)
+			c.Rollback(m)
+		default:
+			id := trace.JobID(step)
+			if c.Place(id, []int{rng.IntN(280), rng.IntN(280)}, GiB) == nil {
+				placed = append(placed, id)
+			}
+		}
+		check(step)
 	}
 }

@@ -59,25 +59,28 @@ type greedy struct {
 	// The walk position: the last job walked (pending or victim) and its key. A family that
 	// failed keeps its position until the cluster changes; it then lags behind the walk and
 	// jumps ahead when it reaches the heap's top.
-	walked  bool
-	wk      Key
-	wj      *Job
-	epoch   uint64
-	running []ranked // running jobs not preempted; once heaped, the items of heap
-	low     []ranked // running jobs popped from the heap that cannot be preempted, lowest first
+	walked bool
+	wk     Key
+	wj     *Job
+	epoch  uint64
+	// rs holds the running jobs not taken out in this call, lowest priority on top, so victims
+	// come out in order. It persists across calls (see sync); the exhaustive walk rebuilds it
+	// from every running job at every call instead.
+	rs      runSet
+	popped  []ranked // taken out of rs in this call (victims and low); put back at the end
+	stopped []*Job   // the previous plan's victims: out of rs once they stopped
+	rekeyed []*Job   // running jobs whose key the policy changed since the last sync
+	low     []ranked // running jobs popped from run that cannot be preempted, lowest first
 	runKey  func(*Job) Key
-	ranked  bool // running holds the running jobs (built on first need)
-	heaped  bool
-	heap    binHeap[ranked] // running jobs, lowest priority on top, so victims come out in order
-	last    int             // before heaping: index in running of the lowest-priority job
 	taken   []ranked
 	victims []*victim
 	ahead   []*victim // victims not yet walked again, by rank
 }
 
 type ranked struct {
-	j *Job
-	k Key
+	j  *Job
+	k  Key
+	at time.Duration // when k was exact
 }
 
 // minVictimIters is the authors' filter: only running jobs with more iterations left than this are
@@ -108,34 +111,57 @@ func (g *greedy) free() int {
 
 // below reports whether a running job ranks below (k, j) and so could be preempted for it.
 func (g *greedy) below(k Key, j *Job) bool {
-	if !g.ranked {
-		g.rank()
-	}
 	var r ranked
-	switch {
-	case len(g.low) > 0:
+	if len(g.low) > 0 {
 		r = g.low[0]
-	case g.heaped && g.heap.len() > 0:
-		r = g.heap.top()
-	case !g.heaped && g.last >= 0:
-		r = g.running[g.last]
-	default:
-		return false
+	} else {
+		var ok bool
+		if r, ok = g.rs.lowest(g.s.Now, g.runKey); !ok {
+			return false
+		}
 	}
 	return Compare(r.k, r.j, k, j) > 0
 }
 
-// rank collects the running jobs with their keys and finds the lowest-ranked one. Sorting them
-// all waits until a victim is needed.
-func (g *greedy) rank() {
-	g.ranked = true
-	for _, j := range g.s.Running {
-		g.running = append(g.running, ranked{j, g.runKey(j)})
-		if k := len(g.running) - 1; g.last < 0 || Compare(g.running[k].k, j, g.running[g.last].k, g.running[g.last].j) > 0 {
-			g.last = k
+// sync brings rs up to date with s: jobs that finished or were preempted leave it, jobs the
+// engine re-rated (started ones among them) or the policy re-keyed get their exact key. Every
+// Schedule of a preemptive policy on greedy calls it (run does), since the engine hands each
+// change to one call only.
+func (g *greedy) sync(s *State, runKey func(*Job) Key) {
+	g.rs.grow(len(s.Jobs))
+	if g.exhaustive {
+		g.rs.clear()
+		for _, j := range s.Running {
+			g.rs.put(ranked{j, runKey(j), s.Now})
+		}
+		g.rekeyed = g.rekeyed[:0]
+		return
+	}
+	for _, id := range s.Finished {
+		if j := s.Lookup(id); j != nil {
+			g.rs.remove(j)
 		}
 	}
+	for _, j := range g.stopped {
+		if !j.Running {
+			g.rs.remove(j)
+		}
+	}
+	g.stopped = g.stopped[:0]
+	for _, l := range [2][]*Job{s.Rerated, g.rekeyed} {
+		for _, j := range l {
+			if j.Running {
+				g.rs.put(ranked{j, runKey(j), s.Now})
+			} else {
+				g.rs.remove(j)
+			}
+		}
+	}
+	g.rekeyed = g.rekeyed[:0]
 }
+
+// rekey notes a running job whose key the policy changed (a Tiresias demotion).
+func (g *greedy) rekey(j *Job) { g.rekeyed = append(g.rekeyed, j) }
 
 // run walks the pending jobs in order (and, when preempting, the running jobs ranked by runKey)
 // and fills plan.
@@ -144,8 +170,11 @@ func (g *greedy) run(s *State, runKey func(*Job) Key, plan *Plan) error {
 	g.s, g.plan = s, plan
 	g.epoch = 1
 	g.victims, g.ahead = g.victims[:0], g.ahead[:0]
-	g.running, g.low, g.last, g.heaped, g.ranked = g.running[:0], g.low[:0], -1, false, false
+	g.low, g.popped = g.low[:0], g.popped[:0]
 	g.runKey = runKey
+	if g.preempt {
+		g.sync(s, runKey)
+	}
 	var err error
 	if g.exhaustive {
 		err = g.walkAll()
@@ -320,19 +349,15 @@ func (g *greedy) attempt(j *Job, jk Key, v *victim) (ok, changed bool, err error
 		// Preempt from the lowest priority upward, retrying after each victim. Jobs too close
 		// to their end, and jobs that a placement of this pass shares GPUs with (its share check
 		// assumed they keep running), are set aside: they stay running and rank lowest.
-		if !g.heaped {
-			g.heaped = true
-			g.heap = binHeap[ranked]{items: g.running, less: func(x, y ranked) bool { return Compare(x.k, x.j, y.k, y.j) > 0 }}
-			g.heap.init()
-		}
 		mark := cl.Mark()
 		taken := g.taken[:0]
-		for !ok && g.heap.len() > 0 {
-			r := g.heap.top()
-			if Compare(r.k, r.j, jk, j) <= 0 {
+		for !ok {
+			r, any := g.rs.lowest(g.s.Now, g.runKey)
+			if !any || Compare(r.k, r.j, jk, j) <= 0 {
 				break
 			}
-			g.heap.pop()
+			g.rs.remove(r.j)
+			g.popped = append(g.popped, r)
 			if r.j.RemIters(g.s.Now) <= minVictimIters || g.hostsPlanned(r.j) {
 				g.low = append(g.low, r)
 				continue
@@ -350,7 +375,7 @@ func (g *greedy) attempt(j *Job, jk Key, v *victim) (ok, changed bool, err error
 		if !ok && g.tentative {
 			cl.Rollback(mark)
 			for _, r := range taken {
-				g.heap.push(r)
+				g.rs.put(r)
 			}
 			taken = taken[:0]
 		} else {
@@ -390,8 +415,17 @@ func (g *greedy) hostsPlanned(r *Job) bool {
 	return false
 }
 
-// finish drops cancelled preemptions from the plan.
+// finish puts the jobs taken out of rs back (those that stop leave at the next sync) and drops
+// cancelled preemptions from the plan.
 func (g *greedy) finish() {
+	for _, r := range g.popped {
+		g.rs.put(r)
+	}
+	for _, v := range g.victims {
+		if !v.cancelled {
+			g.stopped = append(g.stopped, v.j)
+		}
+	}
 	if !slices.ContainsFunc(g.victims, func(v *victim) bool { return v.cancelled }) {
 		return
 	}
@@ -419,11 +453,18 @@ func (g *greedy) try(j *Job, v *victim) (bool, error) {
 		return false, fmt.Errorf("policy %s: job %d: %w", g.name, j.ID, err)
 	}
 	pl.Job = j.ID
-	g.p.planned[j.ID] = partner{j, pl.Opt, j.RemIters(s.Now) * o.Excl.Seconds()}
-	if v != nil && pl.Opt == j.Opt && sameSet(pl.GPUs, j.On) {
+	back := v != nil && pl.Opt == j.Opt && sameSet(pl.GPUs, j.On)
+	if !g.exclusive {
+		// Share checks of later placements see the job as a partner (exclusive ones never do).
+		if back {
+			g.p.planned[j.ID] = partner{j, j.Opt, j.RemTime(s.Now).Seconds()}
+		} else {
+			g.p.planned[j.ID] = partner{j, pl.Opt, j.RemIters(s.Now) * o.Excl.Seconds()}
+		}
+	}
+	if back {
 		// Back where it was: the job keeps running as before.
 		v.cancelled = true
-		g.p.planned[j.ID] = partner{j, j.Opt, j.RemTime(s.Now).Seconds()}
 		return true, nil
 	}
 	plan.Start = append(plan.Start, pl)

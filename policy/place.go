@@ -387,29 +387,25 @@ func (p *placer) yarn(j *Job) []int {
 		return gpus
 	}
 	if need <= per {
-		for n := range sh.Nodes {
-			if cl.NodeIdle(n) >= need {
-				return p.keep(take(n, need, p.tmp[:0]))
-			}
+		if n := cl.NextIdleNode(need, 0); n >= 0 {
+			return p.keep(take(n, need, p.tmp[:0]))
 		}
 		return nil
 	}
 	whole, rest := need/per, need%per
 	gpus := p.tmp[:0]
-	used := make([]bool, sh.Nodes)
-	for n := 0; n < sh.Nodes && whole > 0; n++ {
-		if cl.NodeIdle(n) == per {
-			gpus = take(n, per, gpus)
-			used[n] = true
-			whole--
-		}
+	last := -1 // the last whole node taken
+	for n := cl.NextIdleNode(per, 0); n >= 0 && whole > 0; n = cl.NextIdleNode(per, n+1) {
+		gpus = take(n, per, gpus)
+		last = n
+		whole--
 	}
 	if whole > 0 {
 		return nil
 	}
 	if rest > 0 {
-		for n := range sh.Nodes {
-			if !used[n] && cl.NodeIdle(n) >= rest {
+		for n := cl.NextIdleNode(rest, 0); n >= 0; n = cl.NextIdleNode(rest, n+1) {
+			if n > last || cl.NodeIdle(n) < per {
 				return p.keep(take(n, rest, gpus))
 			}
 		}

@@ -73,6 +73,10 @@ type State struct {
 	Lookup func(trace.JobID) *Job
 	// Finished lists the jobs that finished since the previous call, so policies can drop state.
 	Finished []trace.JobID
+	// Rerated lists, once each, the jobs whose progress or rate the engine set since the previous
+	// call (they started, a partner came or went, or the lineage effect), so policies can keep
+	// derived orders of running jobs; a listed job may have stopped since.
+	Rerated []*Job
 }
 
 func (s *State) byID(id trace.JobID) *Job { return s.ByID[id] }

@@ -132,6 +132,7 @@ func (t *TiresiasEntry) Schedule(s *State) (Plan, error) {
 		case d.demote && j.Running:
 			if q := t.queueOf(t.service(j, st, s.Now)); q > st.queue {
 				st.queue, st.entered = q, s.Now
+				t.g.rekey(j)
 				plan.Notes = append(plan.Notes, Note{Job: j.ID, Event: "demote", Reason: fmt.Sprintf("queue %d: attained service reached %s", q, fmtDur(t.limits[q-1]))})
 			}
 			t.pushDemotion(j, st, s.Now)
@@ -141,12 +142,15 @@ func (t *TiresiasEntry) Schedule(s *State) (Plan, error) {
 			plan.Rekey = append(plan.Rekey, j.ID)
 		}
 	}
+	runKey := func(j *Job) Key { return t.Key(j) }
 	if len(plan.Rekey) > 0 && !t.authors {
 		// Let the engine re-sort the promoted jobs first; it calls again at once.
+		if t.g.preempt {
+			t.g.sync(s, runKey)
+		}
 		plan.Wake = s.Now
 		return plan, nil
 	}
-	runKey := func(j *Job) Key { return t.Key(j) }
 	if err := t.g.run(s, runKey, &plan); err != nil {
 		return plan, err
 	}

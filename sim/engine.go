@@ -80,6 +80,8 @@ type engine struct {
 	shared       int           // jobs that ran co-located at some point
 	subShared    int           // jobs that shared at a smaller sub-batch because their largest did not fit
 	finished     []trace.JobID // since the last policy call
+	rerated      []*policy.Job // running jobs re-rated since the last policy call, once each
+	listed       []bool        // by job index: in rerated
 	nSched       int
 	restartTotal time.Duration // restart time charged
 	// everyEvent calls the policy at every arrival and completion, even with no job waiting.
@@ -129,6 +131,7 @@ func newEngine(cfg Config, jobs []trace.Job, p policy.Policy, prof *profile.Tabl
 	e.byIDs = make([]int32, len(sorted))
 	e.stats = make([]jobStats, len(sorted))
 	e.ver = make([]uint32, len(sorted))
+	e.listed = make([]bool, len(sorted))
 	for i, t := range sorted {
 		if t.GPUs > cfg.Shape.GPUs() || t.GPUs <= 0 || t.Iters <= 0 || t.Submit < 0 {
 			return nil, fmt.Errorf("sim: %s: job %d asks for %d GPUs and %d iterations at %v; the cluster has %d GPUs", cfg.TraceName, t.ID, t.GPUs, t.Iters, t.Submit, cfg.Shape.GPUs())

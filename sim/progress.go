@@ -119,6 +119,10 @@ func (e *engine) rerate(i int32, buf []*policy.Job) []*policy.Job {
 	j.Xi = xi
 	j.P.Rate = 1 / (j.Options[j.Opt].Excl.Seconds() * xi)
 	e.ver[i]++
+	if !e.listed[i] {
+		e.listed[i] = true
+		e.rerated = append(e.rerated, j)
+	}
 	left := j.P.Overhead + time.Duration(math.Round(j.P.Rem/j.P.Rate*1e9))
 	e.q.push(event{t: e.now + left, kind: evFinish, job: i, ver: e.ver[i]})
 	return buf
@@ -182,10 +186,15 @@ func (e *engine) schedule() error {
 		st.Now = e.now
 		st.Running = e.run
 		st.Finished = e.finished
+		st.Rerated = e.rerated
 		mark := e.cl.Mark()
 		plan, err := e.pol.Schedule(st)
 		e.cl.Rollback(mark)
 		e.finished = e.finished[:0]
+		for _, j := range e.rerated {
+			e.listed[j.Idx] = false
+		}
+		e.rerated = e.rerated[:0]
 		if err != nil {
 			return fmt.Errorf("sim: %w", err)
 		}
