@@ -78,9 +78,11 @@ type greedy struct {
 }
 
 type ranked struct {
-	j  *Job
-	k  Key
-	at time.Duration // when k was exact
+	j   *Job
+	k   Key
+	at  time.Duration // when k was exact
+	sub time.Duration // j.Submit and j.ID, for comparisons without loading j
+	id  trace.JobID
 }
 
 // minVictimIters is the authors' filter: only running jobs with more iterations left than this are
@@ -132,7 +134,7 @@ func (g *greedy) sync(s *State, runKey func(*Job) Key) {
 	if g.exhaustive {
 		g.rs.clear()
 		for _, j := range s.Running {
-			g.rs.put(ranked{j, runKey(j), s.Now})
+			g.rs.put(entry(j, runKey(j), s.Now))
 		}
 		g.rekeyed = g.rekeyed[:0]
 		return
@@ -151,7 +153,7 @@ func (g *greedy) sync(s *State, runKey func(*Job) Key) {
 	for _, l := range [2][]*Job{s.Rerated, g.rekeyed} {
 		for _, j := range l {
 			if j.Running {
-				g.rs.put(ranked{j, runKey(j), s.Now})
+				g.rs.put(entry(j, runKey(j), s.Now))
 			} else {
 				g.rs.remove(j)
 			}
@@ -426,14 +428,14 @@ func (g *greedy) finish() {
 			g.stopped = append(g.stopped, v.j)
 		}
 	}
-	if !slices.ContainsFunc(g.victims, func(v *victim) bool { return v.cancelled }) {
-		return
-	}
-	cancelled := map[trace.JobID]bool{}
+	// The victims are the plan's stops, in order.
+	stop := g.plan.Stop[:len(g.plan.Stop)-len(g.victims)]
 	for _, v := range g.victims {
-		cancelled[v.j.ID] = v.cancelled
+		if !v.cancelled {
+			stop = append(stop, v.j.ID)
+		}
 	}
-	g.plan.Stop = slices.DeleteFunc(g.plan.Stop, func(id trace.JobID) bool { return cancelled[id] })
+	g.plan.Stop = stop
 }
 
 // try places j if it fits now, recording the placement in plan. A preempted job placed again on

@@ -27,7 +27,17 @@ type Key struct {
 
 // Compare orders keys, then submit times, then IDs: the order of State.Pending.
 func Compare(ka Key, a *Job, kb Key, b *Job) int {
-	return cmp.Or(cmp.Compare(ka.A, kb.A), cmp.Compare(ka.B, kb.B), cmp.Compare(a.Submit, b.Submit), cmp.Compare(a.ID, b.ID))
+	// Early returns: the walks compare a lot, and most keys differ in A.
+	if c := cmp.Compare(ka.A, kb.A); c != 0 {
+		return c
+	}
+	if ka.B != kb.B {
+		return cmp.Compare(ka.B, kb.B)
+	}
+	if a.Submit != b.Submit {
+		return cmp.Compare(a.Submit, b.Submit)
+	}
+	return cmp.Compare(a.ID, b.ID)
 }
 
 // Keyer is implemented by policies that order pending jobs by a key fixed while a job waits.

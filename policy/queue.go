@@ -39,6 +39,20 @@ func (q *Queue) find(j *Job) int {
 	return lo
 }
 
+// search returns the index of the first job in c that does not come before j.
+func search(c []*Job, j *Job) int {
+	lo, hi := 0, len(c)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if order(c[m], j) < 0 {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}
+
 // Insert adds j at its place; j.K must be set.
 func (q *Queue) Insert(j *Job) {
 	q.n++
@@ -48,7 +62,7 @@ func (q *Queue) Insert(j *Job) {
 	}
 	ci := q.find(j)
 	c := q.chunks[ci]
-	at, _ := slices.BinarySearchFunc(c, j, order)
+	at := search(c, j)
 	c = slices.Insert(c, at, j)
 	if len(c) <= chunkMax {
 		q.chunks[ci] = c
@@ -77,8 +91,8 @@ func (q *Queue) Delete(j *Job) bool {
 	}
 	ci := q.find(j)
 	c := q.chunks[ci]
-	at, found := slices.BinarySearchFunc(c, j, order)
-	if !found || c[at] != j {
+	at := search(c, j)
+	if at == len(c) || c[at] != j {
 		return false
 	}
 	q.n--

@@ -1,6 +1,9 @@
 package policy
 
-import "time"
+import (
+	"cmp"
+	"time"
+)
 
 // runSet holds running jobs in a binary heap, the lowest priority on top, by key bounds: each
 // entry's key was exact when computed (at time at) and is an upper bound of the job's key later,
@@ -16,7 +19,22 @@ type runSet struct {
 
 func (r *runSet) less(a, b int) bool {
 	x, y := &r.items[a], &r.items[b]
-	return Compare(x.k, x.j, y.k, y.j) > 0
+	// Compare(x.k, x.j, y.k, y.j) > 0 on the copies in the entries, which spares loading jobs.
+	if c := cmp.Compare(x.k.A, y.k.A); c != 0 {
+		return c > 0
+	}
+	switch {
+	case x.k.B != y.k.B:
+		return x.k.B > y.k.B
+	case x.sub != y.sub:
+		return x.sub > y.sub
+	}
+	return x.id > y.id
+}
+
+// entry returns j's entry with key k, exact at time at.
+func entry(j *Job, k Key, at time.Duration) ranked {
+	return ranked{j: j, k: k, at: at, sub: j.Submit, id: j.ID}
 }
 
 func (r *runSet) swap(a, b int) {
