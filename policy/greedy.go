@@ -24,20 +24,27 @@ type placeFunc func(p *placer, j *Job) (pl Placement, ok bool, err error)
 //     place than the first one that failed (for the share check, t_con − t_seq is non-decreasing
 //     in the pending job's remaining time), as long as no job was preempted since: placements
 //     only take idle GPUs, room, memory and share partners away, so a family that failed stays
-//     failed until a preemption, and its jobs are skipped. With YARN placement, whether a job
+//     failed until a preemption (or, when sharing and preempting, any change: see attempt), and
+//     its jobs are skipped. With YARN placement, whether a job
 //     fits depends on its GPU count alone, and a larger job never fits where a smaller one does
 //     not, so a failure rules out every job of as many GPUs or more.
 //
 // To skip a family in one step, the walk takes the pending jobs family by family (State.ByFamily),
 // merging the families' next jobs in priority order with a heap; a family that fails leaves the
-// heap until the cluster changes.
+// heap until it may fit again.
 type greedy struct {
 	name      string
 	place     placeFunc
 	exclusive bool // the placement never shares, so a job needs idle GPUs
 	// bySize: whether a job can be placed depends only on its GPU count, and not on more than
 	// a smaller job (YARN placement).
-	bySize    bool
+	bySize bool
+	// timeless: keys do not change with time (only when the policy says so, see rekey and
+	// changed), and neither do placements; then a walk that changed nothing is not repeated
+	// until something changes.
+	timeless  bool
+	still     bool // the last walk changed nothing
+	pending   int  // pending jobs at the last walk
 	preempt   bool
 	tentative bool // victims: preempt only if the job then fits (else the authors' behaviour)
 	mps       bool
@@ -165,6 +172,9 @@ func (g *greedy) sync(s *State, runKey func(*Job) Key) {
 // rekey notes a running job whose key the policy changed (a Tiresias demotion).
 func (g *greedy) rekey(j *Job) { g.rekeyed = append(g.rekeyed, j) }
 
+// changed notes a change the walk cannot see in its inputs (pending jobs re-keyed).
+func (g *greedy) changed() { g.still = false }
+
 // run walks the pending jobs in order (and, when preempting, the running jobs ranked by runKey)
 // and fills plan.
 func (g *greedy) run(s *State, runKey func(*Job) Key, plan *Plan) error {
@@ -174,8 +184,16 @@ func (g *greedy) run(s *State, runKey func(*Job) Key, plan *Plan) error {
 	g.victims, g.ahead = g.victims[:0], g.ahead[:0]
 	g.low, g.popped = g.low[:0], g.popped[:0]
 	g.runKey = runKey
+	// A walk that changed nothing changes nothing later either while the jobs, their keys and
+	// the cluster stay as they were: only time passes, which can only set more running jobs
+	// aside as too close to their end, so no job fits that did not (see timeless).
+	still := g.still && g.timeless && !g.exhaustive && len(s.Finished) == 0 && len(s.Rerated) == 0 &&
+		len(g.rekeyed) == 0 && s.Pending.Len() == g.pending
 	if g.preempt {
 		g.sync(s, runKey)
+	}
+	if still {
+		return nil
 	}
 	var err error
 	if g.exhaustive {
@@ -187,6 +205,7 @@ func (g *greedy) run(s *State, runKey func(*Job) Key, plan *Plan) error {
 		return err
 	}
 	g.finish()
+	g.still, g.pending = len(g.plan.Start) == 0 && len(g.plan.Stop) == 0, s.Pending.Len()
 	return nil
 }
 
@@ -393,9 +412,12 @@ func (g *greedy) attempt(j *Job, jk Key, v *victim) (ok, changed bool, err error
 		}
 		changed = len(taken) > 0
 	}
-	if changed && !g.exhaustive {
+	if (changed || ok && g.preempt && !g.exclusive) && !g.exhaustive {
 		// Preemption freed GPUs: families that failed may fit now. A placement alone never
-		// revives a family: it only takes GPUs, memory and share partners away.
+		// makes a family fit: it only takes GPUs, memory and share partners away. But when
+		// sharing and preempting, it makes its partners ineligible as victims, and a failed
+		// attempt sets those it meets aside for the rest of the call (hostsPlanned), which
+		// later attempts see (below), so every family is walked again.
 		g.epoch++
 		g.revive()
 	}

@@ -74,7 +74,7 @@ func newTiresiasEntry(a TiresiasEntryArgs) (*TiresiasEntry, error) {
 	if a.StarveFactor < 0 || math.IsNaN(a.StarveFactor) || math.IsInf(a.StarveFactor, 0) {
 		return nil, fmt.Errorf("starve_factor: must be a finite number ≥ 0")
 	}
-	t.g = greedy{name: KeyTiresiasEntry, place: yarnPlace, exclusive: true, bySize: true, preempt: a.Preempt, tentative: a.Victims == VictimsTentative, exhaustive: a.Exhaustive}
+	t.g = greedy{name: KeyTiresiasEntry, place: yarnPlace, exclusive: true, bySize: true, timeless: true, preempt: a.Preempt, tentative: a.Victims == VictimsTentative, exhaustive: a.Exhaustive}
 	return t, nil
 }
 
@@ -143,6 +143,9 @@ func (t *TiresiasEntry) Schedule(s *State) (Plan, error) {
 		}
 	}
 	runKey := func(j *Job) Key { return t.Key(j) }
+	if len(plan.Rekey) > 0 {
+		t.g.changed()
+	}
 	if len(plan.Rekey) > 0 && !t.authors {
 		// Let the engine re-sort the promoted jobs first; it calls again at once.
 		if t.g.preempt {

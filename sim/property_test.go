@@ -172,6 +172,11 @@ func TestRandomInvariants(t *testing.T) {
 	for seed := range n {
 		runCase(t, seed)
 	}
+	// Seeds that once caught a shortcut the first 300 missed: 3843 (a sharing, preempting
+	// policy whose failed attempts set running jobs aside for the rest of the call).
+	for _, seed := range []uint64{3843} {
+		runCase(t, seed)
+	}
 }
 
 func FuzzRun(f *testing.F) {
