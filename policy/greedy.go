@@ -80,8 +80,8 @@ type greedy struct {
 	low     []ranked // running jobs popped from run that cannot be preempted, lowest first
 	runKey  func(*Job) Key
 	taken   []ranked
-	victims []*victim
-	ahead   []*victim // victims not yet walked again, by rank
+	victims []victim
+	ahead   binHeap[int32] // victims (indices) not yet walked again, by rank
 }
 
 type ranked struct {
@@ -181,7 +181,13 @@ func (g *greedy) run(s *State, runKey func(*Job) Key, plan *Plan) error {
 	g.p.reset(s)
 	g.s, g.plan = s, plan
 	g.epoch = 1
-	g.victims, g.ahead = g.victims[:0], g.ahead[:0]
+	g.victims, g.ahead.items = g.victims[:0], g.ahead.items[:0]
+	if g.ahead.less == nil {
+		g.ahead.less = func(a, b int32) bool {
+			x, y := &g.victims[a], &g.victims[b]
+			return Compare(x.k, x.j, y.k, y.j) < 0
+		}
+	}
 	g.low, g.popped = g.low[:0], g.popped[:0]
 	g.runKey = runKey
 	// A walk that changed nothing changes nothing later either while the jobs, their keys and
@@ -212,7 +218,7 @@ func (g *greedy) run(s *State, runKey func(*Job) Key, plan *Plan) error {
 // walkAll walks every pending job in order, and the victims at their rank, attempting each.
 func (g *greedy) walkAll() error {
 	for j := range g.s.Pending.All() {
-		for len(g.ahead) > 0 && Compare(g.ahead[0].k, g.ahead[0].j, j.K, j) < 0 {
+		for g.aheadOf(j) {
 			if err := g.walkVictim(); err != nil {
 				return err
 			}
@@ -221,7 +227,7 @@ func (g *greedy) walkAll() error {
 			return err
 		}
 	}
-	for len(g.ahead) > 0 {
+	for g.ahead.len() > 0 {
 		if err := g.walkVictim(); err != nil {
 			return err
 		}
@@ -252,7 +258,7 @@ func (g *greedy) walk() error {
 	phase1 := g.preempt
 	for {
 		j := g.next(phase1)
-		if len(g.ahead) > 0 && (j == nil || Compare(g.ahead[0].k, g.ahead[0].j, j.K, j) < 0) {
+		if g.aheadOf(j) {
 			if err := g.walkVictim(); err != nil {
 				return err
 			}
@@ -335,7 +341,7 @@ func resize[T any](s []T, n int) []T {
 // walkPending tries one pending job; a failure that changed nothing rules its family out until
 // the cluster changes.
 func (g *greedy) walkPending(j *Job) error {
-	ok, changed, err := g.attempt(j, j.K, nil)
+	ok, changed, err := g.attempt(j, j.K, -1)
 	if err != nil {
 		return err
 	}
@@ -348,18 +354,28 @@ func (g *greedy) walkPending(j *Job) error {
 	return nil
 }
 
+// aheadOf reports whether the next victim to walk again ranks before pending job j (nil: after
+// every pending job).
+func (g *greedy) aheadOf(j *Job) bool {
+	if g.ahead.len() == 0 {
+		return false
+	}
+	v := &g.victims[g.ahead.top()]
+	return j == nil || Compare(v.k, v.j, j.K, j) < 0
+}
+
 // walkVictim tries to place back the next victim of this call.
 func (g *greedy) walkVictim() error {
-	v := g.ahead[0]
-	g.ahead = g.ahead[1:]
+	vi := g.ahead.pop()
+	v := g.victims[vi]
 	g.walked, g.wk, g.wj = true, v.k, v.j
-	_, _, err := g.attempt(v.j, v.k, v)
+	_, _, err := g.attempt(v.j, v.k, int(vi))
 	return err
 }
 
 // attempt places j if it fits, else preempts lower-ranked running jobs for it when allowed.
 // changed reports a change of the cluster (a new epoch begins).
-func (g *greedy) attempt(j *Job, jk Key, v *victim) (ok, changed bool, err error) {
+func (g *greedy) attempt(j *Job, jk Key, v int) (ok, changed bool, err error) {
 	cl := g.s.Cluster
 	if j.GPUs <= g.free() {
 		if ok, err = g.try(j, v); err != nil {
@@ -404,11 +420,9 @@ func (g *greedy) attempt(j *Job, jk Key, v *victim) (ok, changed bool, err error
 		}
 		g.taken = taken
 		for _, r := range taken {
-			nv := &victim{ranked: r}
-			g.victims = append(g.victims, nv)
-			g.plan.Stop = append(g.plan.Stop, nv.j.ID)
-			at, _ := slices.BinarySearchFunc(g.ahead, nv, func(a, b *victim) int { return Compare(a.k, a.j, b.k, b.j) })
-			g.ahead = slices.Insert(g.ahead, at, nv)
+			g.victims = append(g.victims, victim{ranked: r})
+			g.plan.Stop = append(g.plan.Stop, r.j.ID)
+			g.ahead.push(int32(len(g.victims) - 1))
 		}
 		changed = len(taken) > 0
 	}
@@ -463,7 +477,7 @@ func (g *greedy) finish() {
 // try places j if it fits now, recording the placement in plan. A preempted job placed again on
 // exactly its old GPUs and sub-batch is not preempted at all (the authors' jobs_execute cancels
 // the preemption).
-func (g *greedy) try(j *Job, v *victim) (bool, error) {
+func (g *greedy) try(j *Job, v int) (bool, error) {
 	s, plan := g.s, g.plan
 	pl, ok, err := g.place(&g.p, j)
 	if err != nil {
@@ -477,7 +491,7 @@ func (g *greedy) try(j *Job, v *victim) (bool, error) {
 		return false, fmt.Errorf("policy %s: job %d: %w", g.name, j.ID, err)
 	}
 	pl.Job = j.ID
-	back := v != nil && pl.Opt == j.Opt && sameSet(pl.GPUs, j.On)
+	back := v >= 0 && pl.Opt == j.Opt && sameSet(pl.GPUs, j.On)
 	if !g.exclusive {
 		// Share checks of later placements see the job as a partner (exclusive ones never do).
 		if back {
@@ -488,7 +502,7 @@ func (g *greedy) try(j *Job, v *victim) (bool, error) {
 	}
 	if back {
 		// Back where it was: the job keeps running as before.
-		v.cancelled = true
+		g.victims[v].cancelled = true
 		return true, nil
 	}
 	plan.Start = append(plan.Start, pl)

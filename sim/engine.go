@@ -54,14 +54,18 @@ func Run(ctx context.Context, cfg Config, jobs []trace.Job, p policy.Policy, pro
 }
 
 type engine struct {
-	cfg          Config
-	pol          policy.Policy
-	keyer        policy.Keyer
-	cl           *cluster.Cluster
-	env          *policy.Env
-	obs          Observer
-	jobs         []*policy.Job // in arrival order
-	byIDs        []int32       // job indices sorted by job ID, for lookups
+	cfg   Config
+	pol   policy.Policy
+	keyer policy.Keyer
+	cl    *cluster.Cluster
+	env   *policy.Env
+	obs   Observer
+	jobs  []*policy.Job // in arrival order
+	byIDs []int32       // job indices sorted by job ID, for lookups
+	// dense maps ID-minID to a job index (-1: none) when the IDs are compact, as they
+	// usually are, so that lookups skip the binary search.
+	dense        []int32
+	minID        trace.JobID
 	stats        []jobStats
 	ver          []uint32
 	q            queue
@@ -159,6 +163,16 @@ func newEngine(cfg Config, jobs []trace.Job, p policy.Policy, prof *profile.Tabl
 	for k := 1; k < len(e.byIDs); k++ {
 		if e.jobs[e.byIDs[k]].ID == e.jobs[e.byIDs[k-1]].ID {
 			return nil, fmt.Errorf("sim: %s: duplicate job id %d", cfg.TraceName, e.jobs[e.byIDs[k]].ID)
+		}
+	}
+	lo, hi := e.jobs[e.byIDs[0]].ID, e.jobs[e.byIDs[len(e.byIDs)-1]].ID
+	if span := uint64(hi - lo); span < 4*uint64(len(e.jobs)) {
+		e.minID, e.dense = lo, make([]int32, span+1)
+		for k := range e.dense {
+			e.dense[k] = -1
+		}
+		for i, j := range e.jobs {
+			e.dense[j.ID-lo] = int32(i)
 		}
 	}
 	e.env = s.env(mode)
@@ -292,6 +306,12 @@ func (e *engine) stuck() error {
 
 // lookup finds a job by ID for policies.
 func (e *engine) lookup(id trace.JobID) *policy.Job {
+	if e.dense != nil {
+		if d := uint64(id - e.minID); d < uint64(len(e.dense)) && e.dense[d] >= 0 {
+			return e.jobs[e.dense[d]]
+		}
+		return nil
+	}
 	k, ok := slices.BinarySearchFunc(e.byIDs, id, func(i int32, id trace.JobID) int { return cmp.Compare(e.jobs[i].ID, id) })
 	if !ok {
 		return nil
