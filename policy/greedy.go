@@ -70,11 +70,10 @@ type greedy struct {
 	wk     Key
 	wj     *Job
 	epoch  uint64
-	// rs holds the running jobs not taken out in this call, lowest priority on top, so victims
-	// come out in order. It persists across calls (see sync); the exhaustive walk rebuilds it
-	// from every running job at every call instead.
+	// rs holds the running jobs, lowest priority on top; victims come out of it in order (take).
+	// It persists across calls (see sync); the exhaustive walk rebuilds it from every running
+	// job at every call instead.
 	rs      runSet
-	popped  []ranked // taken out of rs in this call (victims and low); put back at the end
 	stopped []*Job   // the previous plan's victims: out of rs once they stopped
 	rekeyed []*Job   // running jobs whose key the policy changed since the last sync
 	low     []ranked // running jobs popped from run that cannot be preempted, lowest first
@@ -188,7 +187,7 @@ func (g *greedy) run(s *State, runKey func(*Job) Key, plan *Plan) error {
 			return Compare(x.k, x.j, y.k, y.j) < 0
 		}
 	}
-	g.low, g.popped = g.low[:0], g.popped[:0]
+	g.low = g.low[:0]
 	g.runKey = runKey
 	// A walk that changed nothing changes nothing later either while the jobs, their keys and
 	// the cluster stay as they were: only time passes, which can only set more running jobs
@@ -200,6 +199,9 @@ func (g *greedy) run(s *State, runKey func(*Job) Key, plan *Plan) error {
 	}
 	if still {
 		return nil
+	}
+	if g.preempt {
+		g.rs.start(s.Now, runKey)
 	}
 	var err error
 	if g.exhaustive {
@@ -393,8 +395,7 @@ func (g *greedy) attempt(j *Job, jk Key, v int) (ok, changed bool, err error) {
 			if !any || Compare(r.k, r.j, jk, j) <= 0 {
 				break
 			}
-			g.rs.remove(r.j)
-			g.popped = append(g.popped, r)
+			g.rs.take()
 			if r.j.RemIters(g.s.Now) <= minVictimIters || g.hostsPlanned(r.j) {
 				g.low = append(g.low, r)
 				continue
@@ -412,7 +413,7 @@ func (g *greedy) attempt(j *Job, jk Key, v int) (ok, changed bool, err error) {
 		if !ok && g.tentative {
 			cl.Rollback(mark)
 			for _, r := range taken {
-				g.rs.put(r)
+				g.rs.putBack(r)
 			}
 			taken = taken[:0]
 		} else {
@@ -453,12 +454,9 @@ func (g *greedy) hostsPlanned(r *Job) bool {
 	return false
 }
 
-// finish puts the jobs taken out of rs back (those that stop leave at the next sync) and drops
-// cancelled preemptions from the plan.
+// finish notes the victims that stop (they leave rs at the next sync) and drops cancelled
+// preemptions from the plan.
 func (g *greedy) finish() {
-	for _, r := range g.popped {
-		g.rs.put(r)
-	}
 	for _, v := range g.victims {
 		if !v.cancelled {
 			g.stopped = append(g.stopped, v.j)

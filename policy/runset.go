@@ -9,12 +9,13 @@ import (
 // entry's key was exact when computed (at time at) and is an upper bound of the job's key later,
 // as long as the engine has not re-rated the job and the policy has not re-keyed it. That holds
 // for the keys the greedy policies rank running jobs by: fixed ones (submission, Tiresias queue
-// and entry time) and remaining times, which only shrink while a job's rate stays. lowest
-// refreshes bounds from the top until the top's is exact, so the heap survives from call to
-// call instead of being rebuilt from every running job.
+// and entry time) and remaining times, which only shrink while a job's rate stays. The walk of a
+// call (start, lowest) computes exact keys from the top down as far as it goes, so the heap
+// survives from call to call instead of being rebuilt from every running job.
 type runSet struct {
 	items []ranked
 	where []int32 // by Job.Idx: index in items, -1 if absent
+	front []fentry
 }
 
 func (r *runSet) less(a, b int) bool {
@@ -118,20 +119,110 @@ func (r *runSet) clear() {
 	r.items = r.items[:0]
 }
 
-// lowest returns the lowest-priority job with its exact key at now, refreshing bounds with key.
-func (r *runSet) lowest(now time.Duration, key func(*Job) Key) (ranked, bool) {
+// The jobs of a call come out of the set in order through a frontier, a small heap that walks
+// the set's heap without changing it: taking a job out of the set for the rest of a call, then
+// maybe back, costs a few operations on the frontier instead of the whole heap's depth, and the
+// many victims a call places back where they were leave the set as it was.
+//
+// A frontier entry is either an item still to be expanded (its key a bound) or one whose key is
+// exact and whose children are in the frontier; every job not taken out is in the frontier or
+// below an unexpanded entry, so an exact entry on top is the lowest job left.
+type fentry struct {
+	ranked
+	i     int32 // index in items, -1 for a job put back
+	exact bool
+}
+
+// start begins a call's walk at time now: it refreshes the top's bound until it is exact (which
+// keeps later calls' bounds tight) and seeds the frontier with it.
+func (r *runSet) start(now time.Duration, key func(*Job) Key) {
+	r.front = r.front[:0]
 	for len(r.items) > 0 {
 		top := &r.items[0]
 		if top.at == now {
-			return *top, true
+			break
 		}
 		k := key(top.j)
-		if Compare(k, top.j, top.k, top.j) == 0 {
-			top.at = now
-			return *top, true
-		}
+		same := Compare(k, top.j, top.k, top.j) == 0
 		top.k, top.at = k, now
+		if same {
+			break
+		}
 		r.down(0)
 	}
+	if len(r.items) > 0 {
+		r.fpush(fentry{r.items[0], 0, false})
+	}
+}
+
+// lowest returns the lowest-priority job not taken out in this call, with its exact key.
+func (r *runSet) lowest(now time.Duration, key func(*Job) Key) (ranked, bool) {
+	for len(r.front) > 0 {
+		top := r.front[0]
+		if top.exact {
+			return top.ranked, true
+		}
+		r.fpop()
+		for c := 2*top.i + 1; c <= 2*top.i+2 && int(c) < len(r.items); c++ {
+			r.fpush(fentry{r.items[c], c, false})
+		}
+		if top.at != now {
+			top.k, top.at = key(top.j), now
+		}
+		top.exact = true
+		r.fpush(top)
+	}
 	return ranked{}, false
+}
+
+// take takes the job lowest returned out of the set for the rest of the call.
+func (r *runSet) take() { r.fpop() }
+
+// putBack returns a job taken out in this call.
+func (r *runSet) putBack(x ranked) { r.fpush(fentry{x, -1, true}) }
+
+func (r *runSet) fless(a, b int) bool {
+	x, y := &r.front[a], &r.front[b]
+	if c := cmp.Compare(x.k.A, y.k.A); c != 0 {
+		return c > 0
+	}
+	switch {
+	case x.k.B != y.k.B:
+		return x.k.B > y.k.B
+	case x.sub != y.sub:
+		return x.sub > y.sub
+	}
+	return x.id > y.id
+}
+
+func (r *runSet) fpush(e fentry) {
+	r.front = append(r.front, e)
+	for i := len(r.front) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !r.fless(i, p) {
+			break
+		}
+		r.front[i], r.front[p] = r.front[p], r.front[i]
+		i = p
+	}
+}
+
+func (r *runSet) fpop() {
+	n := len(r.front) - 1
+	r.front[0] = r.front[n]
+	r.front = r.front[:n]
+	for i := 0; ; {
+		l, m := 2*i+1, i
+		if l < n && r.fless(l, m) {
+			m = l
+		}
+		if l+1 < n && r.fless(l+1, m) {
+			m = l + 1
+		}
+		if m == i {
+			return
+		}
+		r.front[i], r.front[m] = r.front[m], r.front[i]
+		i = m
+	}
 }
