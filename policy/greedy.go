@@ -56,13 +56,18 @@ type greedy struct {
 	// Per-call walk state.
 	s    *State
 	plan *Plan
-	dead []uint64 // epoch at which each family last failed
+	dead []uint64 // epoch at which each family last failed (epochs count on across calls)
 	// failed is, with bySize, the fewest GPUs a job asked for that failed in this epoch: every
 	// job of as many GPUs or more fails too.
 	failed int
-	cur    []Pos  // each family's next job in State.ByFamily, unless the family lags (below)
-	head   []*Job // the job at cur, nil past the end
-	heads  binHeap[int32]
+	// The walk scans State.Pending (scan is the next position, skipped counts the jobs it
+	// skipped since it last took one) until it merges the families (merging).
+	scan    Pos
+	skipped int
+	merging bool
+	cur     []Pos  // each family's next job in State.ByFamily, unless the family lags (below)
+	head    []*Job // the job at cur, nil past the end
+	heads   binHeap[int32]
 	// The walk position: the last job walked (pending or victim) and its key. A family that
 	// failed keeps its position until the cluster changes; it then lags behind the walk and
 	// jumps ahead when it reaches the heap's top.
@@ -179,7 +184,6 @@ func (g *greedy) changed() { g.still = false }
 func (g *greedy) run(s *State, runKey func(*Job) Key, plan *Plan) error {
 	g.p.reset(s)
 	g.s, g.plan = s, plan
-	g.epoch = 1
 	g.victims, g.ahead.items = g.victims[:0], g.ahead.items[:0]
 	if g.ahead.less == nil {
 		g.ahead.less = func(a, b int32) bool {
@@ -242,20 +246,18 @@ func (g *greedy) walkAll() error {
 // lowest running job only rises during a call, the walk only descends), so only jobs that fit in
 // the free GPUs are walked.
 func (g *greedy) walk() error {
-	nf := len(g.s.ByFamily)
-	g.dead = resize(g.dead, nf)
-	g.cur = resize(g.cur, nf)
-	g.head = resize(g.head, nf)
-	for f := range g.head {
-		g.head[f] = g.s.ByFamily[f].At(Pos{})
+	if nf := len(g.s.ByFamily); len(g.dead) < nf {
+		g.dead = append(g.dead, make([]uint64, nf-len(g.dead))...)
+		g.cur = make([]Pos, nf)
+		g.head = make([]*Job, nf)
 	}
-	g.walked = false
 	if g.heads.less == nil {
 		g.heads.less = func(a, b int32) bool {
 			x, y := g.head[a], g.head[b]
 			return Compare(x.K, x, y.K, y) < 0
 		}
 	}
+	g.walked, g.merging, g.skipped, g.scan = false, false, 0, Pos{}
 	g.revive()
 	phase1 := g.preempt
 	for {
@@ -275,16 +277,25 @@ func (g *greedy) walk() error {
 			phase1 = false
 			continue
 		}
-		g.pass(j.Family)
+		g.pass(j)
 		if err := g.walkPending(j); err != nil {
 			return err
 		}
 	}
 }
 
-// revive puts every family with jobs ahead back into the heap (after a change of the cluster).
+// scanSkips is how many jobs in a row the walk skips in State.Pending before it merges the
+// families instead (merge).
+const scanSkips = 32
+
+// revive starts a new epoch after a change of the cluster: no family has failed in it, and the
+// merge, if on, takes every family with jobs ahead again.
 func (g *greedy) revive() {
+	g.epoch++
 	g.failed = math.MaxInt
+	if !g.merging {
+		return
+	}
 	g.heads.items = g.heads.items[:0]
 	for f, h := range g.head {
 		if h != nil {
@@ -294,16 +305,37 @@ func (g *greedy) revive() {
 	g.heads.init()
 }
 
-// next returns the next pending job worth walking: the first job of the heap's top family once
-// failed families, lagging families and (after phase 1) families that do not fit are dealt with.
+// viable reports whether pending job j is worth walking: its family has not failed in this
+// epoch and, after phase 1, it fits in the free GPUs.
+func (g *greedy) viable(j *Job, phase1 bool) bool {
+	return g.dead[j.Family] != g.epoch && j.GPUs < g.failed && (phase1 || j.GPUs <= g.free())
+}
+
+// next returns the next pending job worth walking. It scans State.Pending while that skips
+// little; then it merges the families' next jobs with a heap, where a family that is not worth
+// walking costs one step however many jobs it has.
 func (g *greedy) next(phase1 bool) *Job {
+	if least := g.s.Sizes[0]; g.failed <= least || !phase1 && g.free() < least {
+		return nil // no pending job is worth walking
+	}
+	for !g.merging {
+		j := g.s.Pending.At(g.scan)
+		if j == nil || g.viable(j, phase1) || g.aheadOf(j) {
+			// A victim to walk first may change the cluster: j is skipped only after it.
+			return j
+		}
+		g.scan = g.s.Pending.Next(g.scan)
+		g.walked, g.wk, g.wj = true, j.K, j
+		if g.skipped++; g.skipped >= scanSkips {
+			g.merge()
+		}
+	}
 	for g.heads.len() > 0 {
 		f := g.heads.top()
 		h := g.head[f]
 		switch {
-		case g.dead[f] == g.epoch || g.s.FamilyGPUs[f] >= g.failed || !phase1 && g.s.FamilyGPUs[f] > g.free():
-			g.heads.pop()
 		case g.walked && Compare(h.K, h, g.wk, g.wj) <= 0:
+			// The family lags behind the walk (it failed, or the merge just began).
 			q := &g.s.ByFamily[f]
 			g.cur[f] = q.After(g.wk, g.wj)
 			if g.head[f] = q.At(g.cur[f]); g.head[f] == nil {
@@ -311,6 +343,8 @@ func (g *greedy) next(phase1 bool) *Job {
 			} else {
 				g.heads.down(0)
 			}
+		case !g.viable(h, phase1):
+			g.heads.pop()
 		default:
 			return h
 		}
@@ -318,11 +352,27 @@ func (g *greedy) next(phase1 bool) *Job {
 	return nil
 }
 
-// pass moves family f, the heap's top, past its next job, which the walk takes.
-func (g *greedy) pass(f int) {
-	q := &g.s.ByFamily[f]
-	j := g.head[f]
+// merge switches the walk from scanning State.Pending to merging the families.
+func (g *greedy) merge() {
+	g.merging = true
+	for f := range g.head {
+		g.cur[f] = Pos{}
+		g.head[f] = g.s.ByFamily[f].At(Pos{})
+	}
+	g.epoch-- // revive begins the same epoch again
+	g.revive()
+}
+
+// pass moves the walk past pending job j, the next one, which it takes.
+func (g *greedy) pass(j *Job) {
 	g.walked, g.wk, g.wj = true, j.K, j
+	if !g.merging {
+		g.scan = g.s.Pending.Next(g.scan)
+		g.skipped = 0
+		return
+	}
+	f := j.Family
+	q := &g.s.ByFamily[f]
 	g.cur[f] = q.Next(g.cur[f])
 	if g.head[f] = q.At(g.cur[f]); g.head[f] == nil {
 		g.heads.pop()
@@ -433,7 +483,6 @@ func (g *greedy) attempt(j *Job, jk Key, v int) (ok, changed bool, err error) {
 		// sharing and preempting, it makes its partners ineligible as victims, and a failed
 		// attempt sets those it meets aside for the rest of the call (hostsPlanned), which
 		// later attempts see (below), so every family is walked again.
-		g.epoch++
 		g.revive()
 	}
 	return ok, changed, nil
