@@ -22,6 +22,8 @@ func (g GPUID) String() string { return fmt.Sprintf("%d-%d", g.Node, g.Index) }
 type Cluster struct {
 	shape Shape
 	occ   []trace.JobID // MaxShare slots per GPU, residents sorted by job ID
+	tags  []int32       // the residents' tags, slot by slot (see PlaceTagged)
+	sole  []int32       // by tag: GPUs holding exactly one job, which carries the tag
 	cnt   []int32       // residents per GPU
 	free  []int64       // free memory per GPU
 
@@ -50,6 +52,7 @@ type Cluster struct {
 type alloc struct {
 	gpus []int
 	mem  int64
+	tag  int32
 }
 
 type change struct {
@@ -68,6 +71,8 @@ func New(s Shape) *Cluster {
 	c := &Cluster{
 		shape:    s,
 		occ:      make([]trace.JobID, n*s.MaxShare),
+		tags:     make([]int32, n*s.MaxShare),
+		sole:     make([]int32, 1),
 		cnt:      make([]int32, n),
 		free:     make([]int64, n),
 		nodeJobs: make([]int32, s.Nodes),
@@ -236,6 +241,10 @@ func (c *Cluster) Open() int { return c.open }
 // Shared returns the number of GPUs holding two or more jobs.
 func (c *Cluster) Shared() int { return c.shared }
 
+// Sole returns, by tag, the number of GPUs that hold exactly one job, which carries the tag (see
+// PlaceTagged; Place tags 0). The slice is only valid until the next change.
+func (c *Cluster) Sole() []int32 { return c.sole }
+
 // Version changes whenever the occupancy changes, so callers can cache derived views.
 func (c *Cluster) Version() uint64 { return c.version }
 
@@ -279,8 +288,21 @@ func (c *Cluster) CanPlace(j trace.JobID, gpus []int, mem int64) error {
 // Place puts job j on gpus, taking mem bytes on each. It returns an error, changing nothing,
 // when the placement is illegal.
 func (c *Cluster) Place(j trace.JobID, gpus []int, mem int64) error {
+	return c.PlaceTagged(j, gpus, mem, 0)
+}
+
+// PlaceTagged is Place with a tag (≥ 0) for the job: Sole counts, by tag, the GPUs that hold
+// one job only, so that placement can tell how many GPUs could take a partner of which kind
+// without visiting them.
+func (c *Cluster) PlaceTagged(j trace.JobID, gpus []int, mem int64, tag int32) error {
 	if err := c.CanPlace(j, gpus, mem); err != nil {
 		return err
+	}
+	if tag < 0 {
+		return fmt.Errorf("job %d: negative tag", j)
+	}
+	for int(tag) >= len(c.sole) {
+		c.sole = append(c.sole, 0)
 	}
 	var a *alloc
 	if k := len(c.spare); k > 0 {
@@ -288,7 +310,7 @@ func (c *Cluster) Place(j trace.JobID, gpus []int, mem int64) error {
 	} else {
 		a = &alloc{}
 	}
-	a.gpus, a.mem = append(a.gpus[:0], gpus...), mem
+	a.gpus, a.mem, a.tag = append(a.gpus[:0], gpus...), mem, tag
 	slices.Sort(a.gpus)
 	c.place(j, a)
 	if c.marks > 0 {
@@ -308,13 +330,19 @@ func (c *Cluster) place(j trace.JobID, a *alloc) {
 			lastNode = n
 		}
 		k := int(c.cnt[g])
-		slots := c.occ[g*ms : g*ms+k+1]
+		slots, tags := c.occ[g*ms:g*ms+k+1], c.tags[g*ms:g*ms+k+1]
+		switch k {
+		case 0:
+			c.sole[a.tag]++
+		case 1:
+			c.sole[tags[0]]--
+		}
 		i := k
 		for i > 0 && slots[i-1] > j {
-			slots[i] = slots[i-1]
+			slots[i], tags[i] = slots[i-1], tags[i-1]
 			i--
 		}
-		slots[i] = j
+		slots[i], tags[i] = j, a.tag
 		c.cnt[g]++
 		c.free[g] -= a.mem
 		if k == 0 {
@@ -361,12 +389,19 @@ func (c *Cluster) release(j trace.JobID, a *alloc) {
 			lastNode = n
 		}
 		k := int(c.cnt[g])
-		slots := c.occ[g*ms : g*ms+k]
+		slots, tags := c.occ[g*ms:g*ms+k], c.tags[g*ms:g*ms+k]
 		i := slices.Index(slots, j)
 		if i < 0 {
 			panic(fmt.Sprintf("cluster: job %d missing from GPU %s", j, c.ID(g)))
 		}
 		copy(slots[i:], slots[i+1:])
+		copy(tags[i:], tags[i+1:])
+		switch k {
+		case 1:
+			c.sole[a.tag]--
+		case 2:
+			c.sole[tags[0]]++
+		}
 		c.cnt[g]--
 		c.free[g] += a.mem
 		if k == ms {

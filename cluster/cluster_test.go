@@ -128,14 +128,26 @@ func TestParseShapeAndSpec(t *testing.T) {
 	}
 }
 
-// TestNextIdleNode checks the per-count node sets against NodeIdle after random placements,
-// releases and rollbacks on 70 nodes (two bitset words).
+// TestNextIdleNode checks the per-count node sets against NodeIdle, and the sole-resident counts
+// against the residents' tags, after random placements, releases and rollbacks on 70 nodes (two
+// bitset words).
 func TestNextIdleNode(t *testing.T) {
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(3, 4))
 	c := New(shape(70, 4))
 	var placed []trace.JobID
+	tagOf := map[trace.JobID]int32{}
 	check := func(step int) {
+		want := make([]int32, 4)
+		for g := range c.NumGPUs() {
+			if jobs := c.Jobs(g); len(jobs) == 1 {
+				want[tagOf[jobs[0]]]++
+			}
+		}
+		got := append(slices.Clone(c.Sole()), make([]int32, 4)...)[:4]
+		if !slices.Equal(got, want) {
+			t.Fatalf("step %d: Sole %v, want %v", step, got, want)
+		}
 		for k := 0; k <= 5; k++ {
 			for from := 0; from <= 70; from += 1 + rng.IntN(9) {
 				want := -1
@@ -161,11 +173,17 @@ func TestNextIdleNode(t *testing.T) {
 			placed = slices.Delete(placed, k, k+1)
 		case rng.IntN(10) == 0:
 			m := c.Mark()
-			c.Place(trace.JobID(100000+step), []int{rng.IntN(280)}, GiB)
+			id := trace.JobID(100000 + step)
+			tagOf[id] = int32(rng.IntN(4))
+			c.PlaceTagged(id, []int{rng.IntN(280)}, GiB, tagOf[id])
+			if len(placed) > 0 {
+				c.Release(placed[rng.IntN(len(placed))])
+			}
 			c.Rollback(m)
 		default:
 			id := trace.JobID(step)
-			if c.Place(id, []int{rng.IntN(280), rng.IntN(280)}, GiB) == nil {
+			tagOf[id] = int32(rng.IntN(4))
+			if c.PlaceTagged(id, []int{rng.IntN(280), rng.IntN(280)}, GiB, tagOf[id]) == nil {
 				placed = append(placed, id)
 			}
 		}

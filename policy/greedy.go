@@ -65,6 +65,7 @@ type greedy struct {
 	scan    Pos
 	skipped int
 	merging bool
+	phase1  bool   // some running job may still rank below the walk (see walk)
 	cur     []Pos  // each family's next job in State.ByFamily, unless the family lags (below)
 	head    []*Job // the job at cur, nil past the end
 	heads   binHeap[int32]
@@ -183,6 +184,7 @@ func (g *greedy) changed() { g.still = false }
 // and fills plan.
 func (g *greedy) run(s *State, runKey func(*Job) Key, plan *Plan) error {
 	g.p.reset(s)
+	g.p.scanOnly = g.exhaustive
 	g.s, g.plan = s, plan
 	g.victims, g.ahead.items = g.victims[:0], g.ahead.items[:0]
 	if g.ahead.less == nil {
@@ -259,9 +261,9 @@ func (g *greedy) walk() error {
 	}
 	g.walked, g.merging, g.skipped, g.scan = false, false, 0, Pos{}
 	g.revive()
-	phase1 := g.preempt
+	g.phase1 = g.preempt
 	for {
-		j := g.next(phase1)
+		j := g.next()
 		if g.aheadOf(j) {
 			if err := g.walkVictim(); err != nil {
 				return err
@@ -273,8 +275,8 @@ func (g *greedy) walk() error {
 		}
 		// A job that fits is placed whatever its rank; the running jobs are ranked only when
 		// one does not fit and might preempt.
-		if phase1 && j.GPUs > g.free() && !g.below(j.K, j) {
-			phase1 = false
+		if g.phase1 && j.GPUs > g.free() && !g.below(j.K, j) {
+			g.phase1 = false
 			continue
 		}
 		g.pass(j)
@@ -297,8 +299,9 @@ func (g *greedy) revive() {
 		return
 	}
 	g.heads.items = g.heads.items[:0]
+	free := g.free()
 	for f, h := range g.head {
-		if h != nil {
+		if h != nil && (g.phase1 || g.s.FamilyGPUs[f] <= free) {
 			g.heads.items = append(g.heads.items, int32(f))
 		}
 	}
@@ -307,20 +310,20 @@ func (g *greedy) revive() {
 
 // viable reports whether pending job j is worth walking: its family has not failed in this
 // epoch and, after phase 1, it fits in the free GPUs.
-func (g *greedy) viable(j *Job, phase1 bool) bool {
-	return g.dead[j.Family] != g.epoch && j.GPUs < g.failed && (phase1 || j.GPUs <= g.free())
+func (g *greedy) viable(j *Job) bool {
+	return g.dead[j.Family] != g.epoch && j.GPUs < g.failed && (g.phase1 || j.GPUs <= g.free())
 }
 
 // next returns the next pending job worth walking. It scans State.Pending while that skips
 // little; then it merges the families' next jobs with a heap, where a family that is not worth
 // walking costs one step however many jobs it has.
-func (g *greedy) next(phase1 bool) *Job {
-	if least := g.s.Sizes[0]; g.failed <= least || !phase1 && g.free() < least {
+func (g *greedy) next() *Job {
+	if least := g.s.Sizes[0]; g.failed <= least || !g.phase1 && g.free() < least {
 		return nil // no pending job is worth walking
 	}
 	for !g.merging {
 		j := g.s.Pending.At(g.scan)
-		if j == nil || g.viable(j, phase1) || g.aheadOf(j) {
+		if j == nil || g.viable(j) || g.aheadOf(j) {
 			// A victim to walk first may change the cluster: j is skipped only after it.
 			return j
 		}
@@ -343,7 +346,7 @@ func (g *greedy) next(phase1 bool) *Job {
 			} else {
 				g.heads.down(0)
 			}
-		case !g.viable(h, phase1):
+		case !g.viable(h):
 			g.heads.pop()
 		default:
 			return h
@@ -534,7 +537,7 @@ func (g *greedy) try(j *Job, v int) (bool, error) {
 		return false, nil
 	}
 	o := j.Options[pl.Opt]
-	if err := s.Cluster.Place(j.ID, pl.GPUs, o.Mem); err != nil {
+	if err := s.Cluster.PlaceTagged(j.ID, pl.GPUs, o.Mem, o.Tag); err != nil {
 		return false, fmt.Errorf("policy %s: job %d: %w", g.name, j.ID, err)
 	}
 	pl.Job = j.ID

@@ -3,6 +3,7 @@ package policy
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -31,6 +32,8 @@ type placer struct {
 	arena  []int
 	order  []int
 	gpusOf [][]int // usable GPUs of each checked job
+	// scanOnly turns tooFew off (the exhaustive walk, which tests check it against).
+	scanOnly bool
 }
 
 // taken reports whether GPU g is already in p.tmp. With two jobs per GPU a GPU hosts one
@@ -129,6 +132,48 @@ func (p *placer) shareable(j *Job, opt int, g int) (bool, error) {
 	return true, nil
 }
 
+// tooFew reports, for a cluster with at most two jobs per GPU, whether fewer than j.GPUs GPUs
+// could take j at option opt: idle ones, and ones with room whose resident the profile pairs with
+// it, counted by the residents' tags (Cluster.Sole) without visiting the GPUs. Near saturation
+// most placement attempts fail, and this is how. When it says so it makes the profile lookups a
+// scan would have made (both ways when both is set), so that the run's missing and clamped pairs
+// stay the same. ok is false when it cannot tell (more jobs per GPU, or an untagged resident).
+func (p *placer) tooFew(j *Job, opt int, both bool) (few, ok bool) {
+	cl := p.s.Cluster
+	sole := cl.Sole()
+	if p.scanOnly || cl.Shape().MaxShare != 2 || sole[0] > 0 {
+		return false, false
+	}
+	env, o := p.s.Env, j.Options[opt]
+	room, usable := cl.Idle(), cl.Idle()
+	free := cl.Shape().GPUMemBytes - o.Mem // a resident may use at most this much
+	for t, n := range sole {
+		if n == 0 || env.Tags[t].Mem > free {
+			continue
+		}
+		r := env.Tags[t]
+		room += int(n)
+		if !math.IsNaN(env.RawXi(j.GC, o.Cfg, r.Cfg)) && !math.IsNaN(env.RawXi(r.GC, r.Cfg, o.Cfg)) {
+			usable += int(n)
+		}
+	}
+	if room < j.GPUs {
+		return true, true // the scan stops before any lookup
+	}
+	if usable >= j.GPUs {
+		return false, true
+	}
+	for t, n := range sole {
+		if r := env.Tags[t]; n > 0 && r.Mem <= free {
+			env.pair(j.GC, o.Cfg, r.GC, r.Cfg)
+			if both {
+				env.pair(r.GC, r.Cfg, j.GC, o.Cfg)
+			}
+		}
+	}
+	return true, true
+}
+
 // firstFit is the authors' merge placement (SPEC.md §5.5): idle GPUs first, then GPUs holding
 // jobs in candidate order, with no benefit check. Pairs missing from the profile are skipped.
 func (p *placer) firstFit(j *Job, opt int) (gpus []int, partners []trace.JobID, err error) {
@@ -138,6 +183,9 @@ func (p *placer) firstFit(j *Job, opt int) (gpus []int, partners []trace.JobID, 
 	}
 	if gpus, ok := p.exclusive(j, opt); ok {
 		return gpus, nil, nil
+	}
+	if few, _ := p.tooFew(j, opt, false); few {
+		return nil, nil, nil
 	}
 	p.split(j.Options[opt].Mem, need, false)
 	if len(p.hp)+len(p.lp) < need {
@@ -172,6 +220,10 @@ func (p *placer) bestBenefit(j *Job, opt int) (gpus []int, partners []trace.JobI
 	o := j.Options[opt]
 	if gpus, ok := p.exclusive(j, opt); ok {
 		return gpus, nil, 0, "idle GPUs", nil
+	}
+	// Without enough GPUs whose resident the profile pairs with j, no share check can help.
+	if few, _ := p.tooFew(j, opt, true); few {
+		return nil, nil, 0, "", nil
 	}
 	p.split(o.Mem, need, false)
 	if len(p.hp)+len(p.lp) < need {

@@ -132,6 +132,16 @@ type Option struct {
 	Excl     time.Duration
 	Mem      int64
 	Cfg      int // configuration index in Env; shared by all jobs of the same model/batch/sub-batch
+	// Tag indexes Env.Tags: the option's configuration, GPU-count class and memory, which
+	// placements pass to the cluster (Cluster.PlaceTagged).
+	Tag int32
+}
+
+// Tag is what a GPU's resident means to a job that would share the GPU: its configuration and
+// GPU-count class (its slowdowns) and its memory (the room it leaves).
+type Tag struct {
+	Cfg, GC int
+	Mem     int64
 }
 
 // Job is a trace job with its simulation state. Fields below Options are owned by the engine.
@@ -227,6 +237,8 @@ type Env struct {
 	Mode     profile.Mode
 	// Explain asks policies to fill Placement.Reason (set when a decision log is written).
 	Explain bool
+	// Tags lists the options' tags by Option.Tag (tag 0 stands for none).
+	Tags []Tag
 	// NCfg is the number of configurations; CfgName names them for messages.
 	NCfg    int
 	CfgName []string
@@ -258,9 +270,13 @@ func (e *Env) SetXi(gc, a, b int, xi float64) { e.xi[gc][a*e.NCfg+b] = xi }
 // ok is false, and the pair is recorded as missing, when the profile lacks either direction:
 // such a pair is not shareable.
 func (e *Env) Xi(a *Job, oa int, b *Job, ob int) (float64, bool) {
-	ca, cb := a.Options[oa].Cfg, b.Options[ob].Cfg
-	x := e.xi[a.GC][ca*e.NCfg+cb]
-	y := e.xi[b.GC][cb*e.NCfg+ca]
+	return e.pair(a.GC, a.Options[oa].Cfg, b.GC, b.Options[ob].Cfg)
+}
+
+// pair is Xi by GPU-count classes and configurations.
+func (e *Env) pair(gca, ca, gcb, cb int) (float64, bool) {
+	x := e.xi[gca][ca*e.NCfg+cb]
+	y := e.xi[gcb][cb*e.NCfg+ca]
 	if math.IsNaN(x) || math.IsNaN(y) {
 		if math.IsNaN(x) {
 			e.missing[[2]int{ca, cb}] = struct{}{}

@@ -285,7 +285,7 @@ func (e *engine) apply(plan policy.Plan) error {
 				e.settle(e.byID[id].Idx)
 			}
 		}
-		if err := e.cl.Place(j.ID, pl.GPUs, j.Options[pl.Opt].Mem); err != nil {
+		if err := e.cl.PlaceTagged(j.ID, pl.GPUs, j.Options[pl.Opt].Mem, j.Options[pl.Opt].Tag); err != nil {
 			return fmt.Errorf("sim: policy %s: illegal plan: %w", name, err)
 		}
 		e.dequeue(j)

@@ -29,6 +29,8 @@ type setup struct {
 	cache  map[optKey]optEntry
 	fams   map[famKey]int
 	memSrc map[string]int // memory fallback note → jobs
+	tags   []policy.Tag   // by Option.Tag; tag 0 stands for none
+	tagIdx map[policy.Tag]int32
 }
 
 func (s *setup) intern(name string, c profile.Config) int {
@@ -163,6 +165,9 @@ func (s *setup) build(t trace.Job, file string) (*policy.Job, string, error) {
 		}
 	}
 	j.GC = s.class(t.GPUs)
+	for k := range j.Options {
+		j.Options[k].Tag = s.tag(policy.Tag{Cfg: j.Options[k].Cfg, GC: j.GC, Mem: j.Options[k].Mem})
+	}
 	fk := famKey{j.Options[0].Cfg, t.GPUs, j.Options[0].Mem}
 	f, ok := s.fams[fk]
 	if !ok {
@@ -173,6 +178,19 @@ func (s *setup) build(t trace.Job, file string) (*policy.Job, string, error) {
 	j.P.Rem = float64(t.Iters)
 	j.Xi = 1
 	return j, memNote, nil
+}
+
+// tag returns the dense index of a configuration, GPU-count class and memory (from 1).
+func (s *setup) tag(t policy.Tag) int32 {
+	if s.tagIdx == nil {
+		s.tagIdx, s.tags = map[policy.Tag]int32{}, []policy.Tag{{}}
+	}
+	if i, ok := s.tagIdx[t]; ok {
+		return i
+	}
+	s.tags = append(s.tags, t)
+	s.tagIdx[t] = int32(len(s.tags) - 1)
+	return s.tagIdx[t]
 }
 
 // fallbackMem is the memory of a job whose profile configuration has none: the SJF-BSBF
@@ -200,6 +218,7 @@ func (s *setup) scaled(d time.Duration) time.Duration {
 // env builds the slowdown matrices for every configuration and GPU-count class seen.
 func (s *setup) env(mode profile.Mode) *policy.Env {
 	e := policy.NewEnv(s.cfg.Shape.MaxShare, mode, s.names, len(s.gcs))
+	e.Tags = s.tags
 	if s.prof == nil {
 		return e
 	}
