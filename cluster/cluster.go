@@ -45,7 +45,7 @@ type Cluster struct {
 	allocs  map[trace.JobID]*alloc
 	spare   []*alloc // allocations undone by Rollback, reused by Place
 	undo    []change
-	marks   int
+	marks   []int // open marks' checkpoints, innermost last
 	version uint64
 }
 
@@ -312,9 +312,41 @@ func (c *Cluster) PlaceTagged(j trace.JobID, gpus []int, mem int64, tag int32) e
 	}
 	a.gpus, a.mem, a.tag = append(a.gpus[:0], gpus...), mem, tag
 	slices.Sort(a.gpus)
+	if back := c.undone(j, a); back != nil {
+		// j goes back exactly where it was released since the innermost mark: the release is
+		// forgotten, so that rolling back has nothing to do for j.
+		c.spare = append(c.spare, a)
+		c.place(j, back)
+		return nil
+	}
 	c.place(j, a)
-	if c.marks > 0 {
+	if len(c.marks) > 0 {
 		c.undo = append(c.undo, change{place: true, job: j})
+	}
+	return nil
+}
+
+// undoneWindow bounds how far back undone looks for a release.
+const undoneWindow = 64
+
+// undone finds, among the last changes since the innermost mark, a release of j from exactly
+// the allocation a describes, removes it from the undo log and returns its allocation; nil if
+// there is none.
+func (c *Cluster) undone(j trace.JobID, a *alloc) *alloc {
+	if len(c.marks) == 0 {
+		return nil
+	}
+	floor := max(c.marks[len(c.marks)-1], len(c.undo)-undoneWindow)
+	for i := len(c.undo) - 1; i >= floor; i-- {
+		ch := c.undo[i]
+		if ch.job != j {
+			continue
+		}
+		if ch.place || ch.a.mem != a.mem || ch.a.tag != a.tag || !slices.Equal(ch.a.gpus, a.gpus) {
+			return nil
+		}
+		c.undo = slices.Delete(c.undo, i, i+1)
+		return ch.a
 	}
 	return nil
 }
@@ -372,7 +404,7 @@ func (c *Cluster) Release(j trace.JobID) error {
 		return fmt.Errorf("job %d is not placed", j)
 	}
 	c.release(j, a)
-	if c.marks > 0 {
+	if len(c.marks) > 0 {
 		c.undo = append(c.undo, change{place: false, job: j, a: a})
 	}
 	return nil
@@ -424,7 +456,7 @@ func (c *Cluster) release(j trace.JobID, a *alloc) {
 
 // Mark starts recording changes and returns a checkpoint for Rollback. Marks nest.
 func (c *Cluster) Mark() int {
-	c.marks++
+	c.marks = append(c.marks, len(c.undo))
 	return len(c.undo)
 }
 
@@ -441,13 +473,13 @@ func (c *Cluster) Rollback(mark int) {
 		}
 	}
 	c.undo = c.undo[:mark]
-	c.marks--
+	c.marks = c.marks[:len(c.marks)-1]
 }
 
 // Commit keeps the changes made since the checkpoint and ends that mark.
 func (c *Cluster) Commit(mark int) {
-	c.marks--
-	if c.marks == 0 {
+	c.marks = c.marks[:len(c.marks)-1]
+	if len(c.marks) == 0 {
 		c.undo = c.undo[:0]
 	}
 }

@@ -190,3 +190,51 @@ func TestNextIdleNode(t *testing.T) {
 		check(step)
 	}
 }
+
+// TestRollbackPlacedBack checks that a job released and placed back where it was since the
+// innermost mark leaves nothing to undo, under nested marks and random changes around it.
+func TestRollbackPlacedBack(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(5, 6))
+	c := New(shape(3, 4))
+	var placed []trace.JobID
+	for id := range trace.JobID(8) {
+		if c.PlaceTagged(id, []int{rng.IntN(12)}, GiB, int32(id%3)) == nil {
+			placed = append(placed, id)
+		}
+	}
+	for step := range 2000 {
+		before, sole, idle := snapshot(c), slices.Clone(c.Sole()), c.Idle()
+		outer := c.Mark()
+		for range 1 + rng.IntN(4) {
+			j := placed[rng.IntN(len(placed))]
+			gpus, mem, ok := c.Placed(j)
+			if !ok {
+				continue
+			}
+			gpus = slices.Clone(gpus)
+			inner := c.Mark()
+			if err := c.Release(j); err != nil {
+				t.Fatal(err)
+			}
+			c.Commit(inner)
+			if rng.IntN(2) == 0 {
+				c.PlaceTagged(trace.JobID(1000+step), []int{rng.IntN(12)}, GiB, 1)
+			}
+			n := len(c.undo)
+			if err := c.PlaceTagged(j, gpus, mem, int32(j%3)); err != nil {
+				continue // its GPU filled up meanwhile
+			}
+			if len(c.undo) != n-1 {
+				t.Fatalf("step %d: placing job %d back left %d changes, want %d", step, j, len(c.undo), n-1)
+			}
+		}
+		c.Rollback(outer)
+		if after := snapshot(c); after != before {
+			t.Fatalf("step %d: rollback:\n%s\nwant\n%s", step, after, before)
+		}
+		if got := c.Sole()[:len(sole)]; !slices.Equal(got, sole) || c.Idle() != idle {
+			t.Fatalf("step %d: after rollback sole %v idle %d, want %v %d", step, got, c.Idle(), sole, idle)
+		}
+	}
+}
