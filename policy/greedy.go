@@ -498,7 +498,7 @@ func (g *greedy) hostsPlanned(r *Job) bool {
 	}
 	for _, gpu := range r.On {
 		for _, id := range g.s.Cluster.Jobs(gpu) {
-			if _, ok := g.p.planned[id]; ok && id != r.ID {
+			if id != r.ID && g.p.isPlanned(id) {
 				return true
 			}
 		}
@@ -545,9 +545,9 @@ func (g *greedy) try(j *Job, v int) (bool, error) {
 	if !g.exclusive {
 		// Share checks of later placements see the job as a partner (exclusive ones never do).
 		if back {
-			g.p.planned[j.ID] = partner{j, j.Opt, j.RemTime(s.Now).Seconds()}
+			g.p.plan(j, partner{j, j.Opt, j.RemTime(s.Now).Seconds()})
 		} else {
-			g.p.planned[j.ID] = partner{j, pl.Opt, j.RemIters(s.Now) * o.Excl.Seconds()}
+			g.p.plan(j, partner{j, pl.Opt, j.RemIters(s.Now) * o.Excl.Seconds()})
 		}
 	}
 	if back {

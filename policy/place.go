@@ -21,12 +21,19 @@ type partner struct {
 // placer holds per-call scratch space and the lookup of jobs already on GPUs.
 type placer struct {
 	s *State
-	// planned holds jobs placed earlier in this call (not yet running).
-	planned map[trace.JobID]partner
-	hp, lp  []int
-	tmp     []int
-	checked []checked
-	seen    map[trace.JobID]int // job → index in checked
+	// Per-job scratch by Job.Idx, valid where the stamp is the call's (call) or the attempt's
+	// (try): jobs placed earlier in this call (not yet running) and their view as partners, the
+	// remaining times of running jobs, and the index in checked of jobs share-checked.
+	call, try uint32
+	plannedAt []uint32
+	planned   []partner
+	etcAt     []uint32
+	etc       []float64
+	seenAt    []uint32
+	seen      []int32
+	hp, lp    []int
+	tmp       []int
+	checked   []checked
 	// arena holds the GPU lists of this call's placements: the engine copies them before the
 	// next call, so the memory is reused instead of allocated per placement.
 	arena  []int
@@ -48,6 +55,7 @@ func (p *placer) taken(g int) bool {
 type checked struct {
 	id   trace.JobID
 	ok   bool
+	gpu  int // the first candidate GPU it is on
 	tCon float64
 	tSeq float64
 }
@@ -55,22 +63,43 @@ type checked struct {
 func (p *placer) reset(s *State) {
 	p.s = s
 	p.arena = p.arena[:0]
-	clear(p.planned)
-	if p.planned == nil {
-		p.planned = map[trace.JobID]partner{}
+	if n := len(s.Jobs); len(p.plannedAt) < n {
+		p.plannedAt, p.planned = make([]uint32, n), make([]partner, n)
+		p.etcAt, p.etc = make([]uint32, n), make([]float64, n)
+		p.seenAt, p.seen = make([]uint32, n), make([]int32, n)
+		p.call, p.try = 0, 0
 	}
+	if p.call++; p.call == 0 { // wrapped: forget every stamp
+		clear(p.plannedAt)
+		clear(p.etcAt)
+		p.call = 1
+	}
+}
+
+// plan records j, placed in this call, as the partner share checks see.
+func (p *placer) plan(j *Job, as partner) {
+	p.plannedAt[j.Idx], p.planned[j.Idx] = p.call, as
+}
+
+// isPlanned reports whether job id was placed earlier in this call.
+func (p *placer) isPlanned(id trace.JobID) bool {
+	j := p.s.Lookup(id)
+	return j != nil && p.plannedAt[j.Idx] == p.call
 }
 
 // resident returns the view of a job on a GPU: a running job, or one placed earlier this call.
 func (p *placer) resident(id trace.JobID) (partner, error) {
-	if q, ok := p.planned[id]; ok {
-		return q, nil
+	j := p.s.Lookup(id)
+	if j != nil && p.plannedAt[j.Idx] == p.call {
+		return p.planned[j.Idx], nil
 	}
-	j := p.s.byID(id)
 	if j == nil || !j.Running {
 		return partner{}, fmt.Errorf("GPU holds job %d, which is neither running nor planned", id)
 	}
-	return partner{j, j.Opt, j.RemTime(p.s.Now).Seconds()}, nil
+	if p.etcAt[j.Idx] != p.call {
+		p.etcAt[j.Idx], p.etc[j.Idx] = p.call, j.RemTime(p.s.Now).Seconds()
+	}
+	return partner{j, j.Opt, p.etc[j.Idx]}, nil
 }
 
 // split fills p.hp (idle GPUs) and p.lp (GPUs holding jobs, with room for one more) with the
@@ -236,33 +265,60 @@ func (p *placer) bestBenefit(j *Job, opt int) (gpus []int, partners []trace.JobI
 	etcWait := rem * j.Options[j.Fast].Excl.Seconds()
 	// Share-check every distinct job on the candidate GPUs once, in order of first appearance.
 	p.checked = p.checked[:0]
-	if p.seen == nil {
-		p.seen = map[trace.JobID]int{}
+	if p.try++; p.try == 0 {
+		clear(p.seenAt)
+		p.try = 1
 	}
-	clear(p.seen)
+	usable := 0 // candidate GPUs whose jobs all pass
 	for _, g := range p.lp {
+		all := true
 		for _, id := range p.s.Cluster.Jobs(g) {
-			if _, dup := p.seen[id]; dup {
-				continue
-			}
 			r, err := p.resident(id)
 			if err != nil {
 				return nil, nil, 0, "", err
 			}
-			c := checked{id: id}
+			if i := r.job.Idx; p.seenAt[i] == p.try {
+				all = all && p.checked[p.seen[i]].ok
+				continue
+			}
+			c := checked{id: id, gpu: g}
 			xiA, okA := p.s.Env.Xi(j, opt, r.job, r.opt)
 			xiB, okB := p.s.Env.Xi(r.job, r.opt, j, opt)
 			if okA && okB {
 				c.ok, c.tCon, c.tSeq = shareAt(etcA, etcWait, r.etc, xiA, xiB)
 			}
-			p.seen[id] = len(p.checked)
+			all = all && c.ok
+			p.seenAt[r.job.Idx], p.seen[r.job.Idx] = p.try, int32(len(p.checked))
 			p.checked = append(p.checked, c)
 		}
+		if all {
+			usable++
+		}
 	}
+	if len(p.hp)+usable < need {
+		return nil, nil, 0, "", nil
+	}
+	if need-len(p.hp) == 1 && p.s.Cluster.Shape().MaxShare <= 2 {
+		// One partner GPU to find: the passing partner of least t_con (the first one met among
+		// equals), on the first candidate GPU it is on.
+		best := -1
+		for i, c := range p.checked {
+			if c.ok && (best < 0 || c.tCon < p.checked[best].tCon) {
+				best = i
+			}
+		}
+		c := p.checked[best]
+		if p.s.Env.Explain {
+			why = fmt.Sprintf("share with %d: t_con=%.3fs < t_seq=%.3fs", c.id, c.tCon, c.tSeq)
+		}
+		p.tmp = append(p.tmp[:0], c.gpu)
+		return p.keep(p.hp, p.tmp), []trace.JobID{c.id}, max(0, c.tCon), why, nil
+	}
+	idx := func(id trace.JobID) int32 { return p.seen[p.s.Lookup(id).Idx] }
 	// A GPU can be used only if every job on it passed.
 	okFor := func(g int) bool {
 		for _, id := range p.s.Cluster.Jobs(g) {
-			if !p.checked[p.seen[id]].ok {
+			if !p.checked[idx(id)].ok {
 				return false
 			}
 		}
@@ -286,7 +342,7 @@ func (p *placer) bestBenefit(j *Job, opt int) (gpus []int, partners []trace.JobI
 	for _, g := range p.lp {
 		if okFor(g) {
 			for _, id := range p.s.Cluster.Jobs(g) {
-				i := p.seen[id]
+				i := idx(id)
 				p.gpusOf[i] = append(p.gpusOf[i], g)
 			}
 		}
