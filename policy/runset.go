@@ -3,6 +3,8 @@ package policy
 import (
 	"cmp"
 	"time"
+
+	"github.com/sharebench/sharebench/trace"
 )
 
 // runSet holds running jobs in a binary heap, the lowest priority on top, by key bounds: each
@@ -128,9 +130,16 @@ func (r *runSet) clear() {
 // exact and whose children are in the frontier; every job not taken out is in the frontier or
 // below an unexpanded entry, so an exact entry on top is the lowest job left.
 type fentry struct {
-	ranked
+	j     *Job
+	k     Key
+	sub   time.Duration
+	id    trace.JobID
 	i     int32 // index in items, -1 for a job put back
 	exact bool
+}
+
+func front(x ranked, i int32, exact bool) fentry {
+	return fentry{j: x.j, k: x.k, sub: x.sub, id: x.id, i: i, exact: exact}
 }
 
 // start begins a call's walk at time now: it refreshes the top's bound until it is exact (which
@@ -151,26 +160,36 @@ func (r *runSet) start(now time.Duration, key func(*Job) Key) {
 		r.down(0)
 	}
 	if len(r.items) > 0 {
-		r.fpush(fentry{r.items[0], 0, false})
+		r.fpush(front(r.items[0], 0, r.items[0].at == now))
+		r.expand(0)
+	}
+}
+
+// expand pushes the children of the frontier entry that was items[i].
+func (r *runSet) expand(i int32) {
+	for c := 2*i + 1; c <= 2*i+2 && int(c) < len(r.items); c++ {
+		r.fpush(front(r.items[c], c, false))
 	}
 }
 
 // lowest returns the lowest-priority job not taken out in this call, with its exact key.
 func (r *runSet) lowest(now time.Duration, key func(*Job) Key) (ranked, bool) {
 	for len(r.front) > 0 {
-		top := r.front[0]
-		if top.exact {
-			return top.ranked, true
+		top := &r.front[0]
+		if !top.exact {
+			// Its exact key is at most its bound: it stays on top if they are equal, else it
+			// sinks; its children, bounded by it, join the frontier either way.
+			k := key(top.j)
+			top.exact = true
+			i := top.i
+			if k != top.k {
+				top.k = k
+				r.fdown(0)
+			}
+			r.expand(i)
+			continue
 		}
-		r.fpop()
-		for c := 2*top.i + 1; c <= 2*top.i+2 && int(c) < len(r.items); c++ {
-			r.fpush(fentry{r.items[c], c, false})
-		}
-		if top.at != now {
-			top.k, top.at = key(top.j), now
-		}
-		top.exact = true
-		r.fpush(top)
+		return ranked{j: top.j, k: top.k, at: now, sub: top.sub, id: top.id}, true
 	}
 	return ranked{}, false
 }
@@ -179,7 +198,7 @@ func (r *runSet) lowest(now time.Duration, key func(*Job) Key) (ranked, bool) {
 func (r *runSet) take() { r.fpop() }
 
 // putBack returns a job taken out in this call.
-func (r *runSet) putBack(x ranked) { r.fpush(fentry{x, -1, true}) }
+func (r *runSet) putBack(x ranked) { r.fpush(front(x, -1, true)) }
 
 func (r *runSet) fless(a, b int) bool {
 	x, y := &r.front[a], &r.front[b]
@@ -211,7 +230,12 @@ func (r *runSet) fpop() {
 	n := len(r.front) - 1
 	r.front[0] = r.front[n]
 	r.front = r.front[:n]
-	for i := 0; ; {
+	r.fdown(0)
+}
+
+func (r *runSet) fdown(i int) {
+	n := len(r.front)
+	for {
 		l, m := 2*i+1, i
 		if l < n && r.fless(l, m) {
 			m = l
