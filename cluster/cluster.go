@@ -42,7 +42,11 @@ type Cluster struct {
 	// idleAtLeast[k] holds the nodes with at least k GPUs without jobs (k ≥ 1; [1] is idleNodes).
 	idleAtLeast [][]uint64
 
-	allocs  map[trace.JobID]*alloc
+	allocs map[trace.JobID]*alloc
+	// dense holds the allocations of jobs with IDs in [lo, lo+len(dense)) instead of allocs
+	// (see Dense): most traces number their jobs densely, and a slice beats a map.
+	dense   []*alloc
+	lo      trace.JobID
 	spare   []*alloc // allocations undone by Rollback, reused by Place
 	undo    []change
 	marks   []int // open marks' checkpoints, innermost last
@@ -199,6 +203,30 @@ func (c *Cluster) setLoad(n int, old, new int32) {
 	setBit(c.byLoad[new], n, true)
 }
 
+// Dense tells the cluster that most job IDs lie in [lo, lo+n), so that it can keep their
+// allocations in a slice. It must be called while the cluster is empty.
+func (c *Cluster) Dense(lo trace.JobID, n int) {
+	c.lo, c.dense = lo, make([]*alloc, n)
+}
+
+func (c *Cluster) alloc(j trace.JobID) *alloc {
+	if d := uint64(j - c.lo); d < uint64(len(c.dense)) {
+		return c.dense[d]
+	}
+	return c.allocs[j]
+}
+
+func (c *Cluster) setAlloc(j trace.JobID, a *alloc) {
+	switch d := uint64(j - c.lo); {
+	case d < uint64(len(c.dense)):
+		c.dense[d] = a
+	case a == nil:
+		delete(c.allocs, j)
+	default:
+		c.allocs[j] = a
+	}
+}
+
 // Shape returns the cluster's shape.
 func (c *Cluster) Shape() Shape { return c.shape }
 
@@ -250,8 +278,8 @@ func (c *Cluster) Version() uint64 { return c.version }
 
 // Placed returns the GPUs and per-GPU memory of job j. The slice is valid until j is released.
 func (c *Cluster) Placed(j trace.JobID) (gpus []int, mem int64, ok bool) {
-	a, ok := c.allocs[j]
-	if !ok {
+	a := c.alloc(j)
+	if a == nil {
 		return nil, 0, false
 	}
 	return a.gpus, a.mem, true
@@ -259,7 +287,7 @@ func (c *Cluster) Placed(j trace.JobID) (gpus []int, mem int64, ok bool) {
 
 // CanPlace reports why job j could not be placed on gpus with mem bytes per GPU, or nil.
 func (c *Cluster) CanPlace(j trace.JobID, gpus []int, mem int64) error {
-	if _, dup := c.allocs[j]; dup {
+	if c.alloc(j) != nil {
 		return fmt.Errorf("job %d is already placed", j)
 	}
 	if len(gpus) == 0 {
@@ -393,14 +421,14 @@ func (c *Cluster) place(j trace.JobID, a *alloc) {
 			}
 		}
 	}
-	c.allocs[j] = a
+	c.setAlloc(j, a)
 	c.version++
 }
 
 // Release removes job j from its GPUs.
 func (c *Cluster) Release(j trace.JobID) error {
-	a, ok := c.allocs[j]
-	if !ok {
+	a := c.alloc(j)
+	if a == nil {
 		return fmt.Errorf("job %d is not placed", j)
 	}
 	c.release(j, a)
@@ -450,7 +478,7 @@ func (c *Cluster) release(j trace.JobID, a *alloc) {
 			c.shared--
 		}
 	}
-	delete(c.allocs, j)
+	c.setAlloc(j, nil)
 	c.version++
 }
 
@@ -465,7 +493,7 @@ func (c *Cluster) Rollback(mark int) {
 	for i := len(c.undo) - 1; i >= mark; i-- {
 		ch := c.undo[i]
 		if ch.place {
-			a := c.allocs[ch.job]
+			a := c.alloc(ch.job)
 			c.release(ch.job, a)
 			c.spare = append(c.spare, a) // nothing else refers to a tentative placement
 		} else {

@@ -135,6 +135,7 @@ func TestNextIdleNode(t *testing.T) {
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(3, 4))
 	c := New(shape(70, 4))
+	c.Dense(0, 1500)
 	var placed []trace.JobID
 	tagOf := map[trace.JobID]int32{}
 	check := func(step int) {
@@ -197,6 +198,7 @@ func TestRollbackPlacedBack(t *testing.T) {
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(5, 6))
 	c := New(shape(3, 4))
+	c.Dense(2, 4) // jobs 2-5 in the slice, the others in the map
 	var placed []trace.JobID
 	for id := range trace.JobID(8) {
 		if c.PlaceTagged(id, []int{rng.IntN(12)}, GiB, int32(id%3)) == nil {

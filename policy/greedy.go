@@ -86,7 +86,11 @@ type greedy struct {
 	runKey  func(*Job) Key
 	taken   []ranked
 	victims []victim
-	ahead   binHeap[int32] // victims (indices) not yet walked again, by rank
+	// ahead holds the victims not yet walked again: each attempt's, which it took lowest rank
+	// first, as a run of victims that the walk takes from its end; best is the run whose next
+	// victim ranks first (-1: none).
+	ahead []vrun
+	best  int
 }
 
 type ranked struct {
@@ -186,13 +190,7 @@ func (g *greedy) run(s *State, runKey func(*Job) Key, plan *Plan) error {
 	g.p.reset(s)
 	g.p.scanOnly = g.exhaustive
 	g.s, g.plan = s, plan
-	g.victims, g.ahead.items = g.victims[:0], g.ahead.items[:0]
-	if g.ahead.less == nil {
-		g.ahead.less = func(a, b int32) bool {
-			x, y := &g.victims[a], &g.victims[b]
-			return Compare(x.k, x.j, y.k, y.j) < 0
-		}
-	}
+	g.victims, g.ahead, g.best = g.victims[:0], g.ahead[:0], -1
 	g.low = g.low[:0]
 	g.runKey = runKey
 	// A walk that changed nothing changes nothing later either while the jobs, their keys and
@@ -235,7 +233,7 @@ func (g *greedy) walkAll() error {
 			return err
 		}
 	}
-	for g.ahead.len() > 0 {
+	for g.best >= 0 {
 		if err := g.walkVictim(); err != nil {
 			return err
 		}
@@ -412,16 +410,39 @@ func (g *greedy) walkPending(j *Job) error {
 // aheadOf reports whether the next victim to walk again ranks before pending job j (nil: after
 // every pending job).
 func (g *greedy) aheadOf(j *Job) bool {
-	if g.ahead.len() == 0 {
+	if g.best < 0 {
 		return false
 	}
-	v := &g.victims[g.ahead.top()]
+	v := &g.victims[g.ahead[g.best].hi-1]
 	return j == nil || Compare(v.k, v.j, j.K, j) < 0
+}
+
+// vrun is a run of victims, g.victims[lo:hi], by rank descending.
+type vrun struct{ lo, hi int }
+
+// pick finds the run whose next victim ranks first.
+func (g *greedy) pick() {
+	g.best = -1
+	for i, r := range g.ahead {
+		if r.hi == r.lo {
+			continue
+		}
+		if g.best >= 0 {
+			x, y := &g.victims[r.hi-1], &g.victims[g.ahead[g.best].hi-1]
+			if Compare(x.k, x.j, y.k, y.j) > 0 {
+				continue
+			}
+		}
+		g.best = i
+	}
 }
 
 // walkVictim tries to place back the next victim of this call.
 func (g *greedy) walkVictim() error {
-	vi := g.ahead.pop()
+	r := &g.ahead[g.best]
+	r.hi--
+	vi := r.hi
+	g.pick()
 	v := g.victims[vi]
 	g.walked, g.wk, g.wj = true, v.k, v.j
 	_, _, err := g.attempt(v.j, v.k, int(vi))
@@ -473,10 +494,14 @@ func (g *greedy) attempt(j *Job, jk Key, v int) (ok, changed bool, err error) {
 			cl.Commit(mark)
 		}
 		g.taken = taken
+		lo := len(g.victims)
 		for _, r := range taken {
 			g.victims = append(g.victims, victim{ranked: r})
 			g.plan.Stop = append(g.plan.Stop, r.j.ID)
-			g.ahead.push(int32(len(g.victims) - 1))
+		}
+		if len(taken) > 0 {
+			g.ahead = append(g.ahead, vrun{lo, len(g.victims)})
+			g.pick()
 		}
 		changed = len(taken) > 0
 	}

@@ -174,6 +174,7 @@ func newEngine(cfg Config, jobs []trace.Job, p policy.Policy, prof *profile.Tabl
 		for i, j := range e.jobs {
 			e.dense[j.ID-lo] = int32(i)
 		}
+		e.cl.Dense(lo, len(e.dense))
 	}
 	e.env = s.env(mode)
 	e.env.Explain = obs != nil
