@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/sharebench/sharebench/cluster"
 	"github.com/sharebench/sharebench/trace"
@@ -22,10 +23,12 @@ type partner struct {
 type placer struct {
 	s *State
 	// Per-job scratch by Job.Idx, valid where the stamp is the call's (call) or the attempt's
-	// (try): jobs placed earlier in this call (not yet running) and their view as partners, the
-	// remaining times of running jobs, and the index in checked of jobs share-checked.
+	// (try), made on first need (sharing placements only): jobs placed earlier in this call (not
+	// yet running; their view as partners is planned[plannedIn[i]]), the remaining times of
+	// running jobs, and the index in checked of jobs share-checked.
 	call, try uint32
 	plannedAt []uint32
+	plannedIn []int32
 	planned   []partner
 	etcAt     []uint32
 	etc       []float64
@@ -39,8 +42,11 @@ type placer struct {
 	arena  []int
 	order  []int
 	gpusOf [][]int // usable GPUs of each checked job
-	// scanOnly turns tooFew off (the exhaustive walk, which tests check it against).
+	// scanOnly turns tooFew and the candidate view off (the exhaustive walk, which tests check
+	// them against).
 	scanOnly bool
+	cv       candView
+	vchk     []checked // share checks of cv's residents, by index in cv.res
 }
 
 // taken reports whether GPU g is already in p.tmp. With two jobs per GPU a GPU hosts one
@@ -63,12 +69,7 @@ type checked struct {
 func (p *placer) reset(s *State) {
 	p.s = s
 	p.arena = p.arena[:0]
-	if n := len(s.Jobs); len(p.plannedAt) < n {
-		p.plannedAt, p.planned = make([]uint32, n), make([]partner, n)
-		p.etcAt, p.etc = make([]uint32, n), make([]float64, n)
-		p.seenAt, p.seen = make([]uint32, n), make([]int32, n)
-		p.call, p.try = 0, 0
-	}
+	p.planned = p.planned[:0]
 	if p.call++; p.call == 0 { // wrapped: forget every stamp
 		clear(p.plannedAt)
 		clear(p.etcAt)
@@ -76,22 +77,39 @@ func (p *placer) reset(s *State) {
 	}
 }
 
+// scratch makes the per-job scratch space.
+func (p *placer) scratch() {
+	if n := len(p.s.Jobs); len(p.plannedAt) < n {
+		p.plannedAt, p.plannedIn = make([]uint32, n), make([]int32, n)
+		p.etcAt, p.etc = make([]uint32, n), make([]float64, n)
+		p.seenAt, p.seen = make([]uint32, n), make([]int32, n)
+	}
+}
+
 // plan records j, placed in this call, as the partner share checks see.
 func (p *placer) plan(j *Job, as partner) {
-	p.plannedAt[j.Idx], p.planned[j.Idx] = p.call, as
+	p.scratch()
+	if p.plannedAt[j.Idx] == p.call {
+		p.planned[p.plannedIn[j.Idx]] = as
+		return
+	}
+	p.plannedAt[j.Idx], p.plannedIn[j.Idx] = p.call, int32(len(p.planned))
+	p.planned = append(p.planned, as)
 }
 
 // isPlanned reports whether job id was placed earlier in this call.
 func (p *placer) isPlanned(id trace.JobID) bool {
+	p.scratch()
 	j := p.s.Lookup(id)
 	return j != nil && p.plannedAt[j.Idx] == p.call
 }
 
 // resident returns the view of a job on a GPU: a running job, or one placed earlier this call.
 func (p *placer) resident(id trace.JobID) (partner, error) {
+	p.scratch()
 	j := p.s.Lookup(id)
 	if j != nil && p.plannedAt[j.Idx] == p.call {
-		return p.planned[j.Idx], nil
+		return p.planned[p.plannedIn[j.Idx]], nil
 	}
 	if j == nil || !j.Running {
 		return partner{}, fmt.Errorf("GPU holds job %d, which is neither running nor planned", id)
@@ -254,6 +272,12 @@ func (p *placer) bestBenefit(j *Job, opt int) (gpus []int, partners []trace.JobI
 	if few, _ := p.tooFew(j, opt, true); few {
 		return nil, nil, 0, "", nil
 	}
+	if v, err := p.view(); v != nil || err != nil {
+		if err != nil {
+			return nil, nil, 0, "", err
+		}
+		return p.bestBenefitView(j, opt, v)
+	}
 	p.split(o.Mem, need, false)
 	if len(p.hp)+len(p.lp) < need {
 		return nil, nil, 0, "", nil
@@ -265,6 +289,7 @@ func (p *placer) bestBenefit(j *Job, opt int) (gpus []int, partners []trace.JobI
 	etcWait := rem * j.Options[j.Fast].Excl.Seconds()
 	// Share-check every distinct job on the candidate GPUs once, in order of first appearance.
 	p.checked = p.checked[:0]
+	p.scratch()
 	if p.try++; p.try == 0 {
 		clear(p.seenAt)
 		p.try = 1
@@ -378,6 +403,168 @@ func (p *placer) bestBenefit(j *Job, opt int) (gpus []int, partners []trace.JobI
 	}
 	gpus = p.keep(p.hp, p.tmp)
 	return gpus, partners, score, strings.TrimSuffix(why, "; "), nil
+}
+
+// candView is what best-benefit attempts need of one version of the tentative cluster with at
+// most two jobs per GPU, at one instant: the idle GPUs and the GPUs holding one job, in the scan
+// order of split, with their residents as partners. Near saturation a call makes many attempts
+// that fail on the same cluster; from the second one in a version on they read the view instead
+// of scanning the cluster and looking every resident up again.
+type candView struct {
+	version uint64
+	now     time.Duration
+	tries   int
+	ok      bool
+	hp      []int
+	lp      []candGPU
+	res     []candRes // distinct residents, by first appearance in lp
+	last    []int32   // while building: index in lp of each resident's last GPU so far
+}
+
+type candGPU struct {
+	g     int
+	free  int64
+	ci    int32 // index in res
+	next  int32 // index in lp of the resident's next GPU, -1 for none
+	first bool  // the first GPU of its resident in lp
+}
+
+type candRes struct {
+	r       partner
+	cfg, gc int
+	at      int32 // index in lp of its first GPU
+}
+
+// view returns the candidate view of the tentative cluster now, or nil when it is not worth
+// building (first attempt in a version) or possible (more jobs per GPU).
+func (p *placer) view() (*candView, error) {
+	cl := p.s.Cluster
+	v := &p.cv
+	if cl.Shape().MaxShare != 2 || p.scanOnly {
+		return nil, nil
+	}
+	if v.version != cl.Version() || v.now != p.s.Now {
+		v.version, v.now, v.tries, v.ok = cl.Version(), p.s.Now, 0, false
+	}
+	if v.ok {
+		return v, nil
+	}
+	if v.tries++; v.tries < 2 {
+		return nil, nil
+	}
+	v.hp, v.lp, v.res, v.last = v.hp[:0], v.lp[:0], v.res[:0], v.last[:0]
+	p.scratch()
+	if p.try++; p.try == 0 {
+		clear(p.seenAt)
+		p.try = 1
+	}
+	sh := cl.Shape()
+	var err error
+	cl.EachNode(cluster.WithOpen, func(n int) bool {
+		for g := n * sh.GPUsPerNode; g < (n+1)*sh.GPUsPerNode; g++ {
+			switch cl.Count(g) {
+			case 0:
+				v.hp = append(v.hp, g)
+			case 1:
+				var r partner
+				if r, err = p.resident(cl.Jobs(g)[0]); err != nil {
+					return false
+				}
+				e := candGPU{g: g, free: cl.FreeMem(g), next: -1}
+				k := int32(len(v.lp))
+				if i := r.job.Idx; p.seenAt[i] == p.try {
+					e.ci = p.seen[i]
+					v.lp[v.last[e.ci]].next = k
+				} else {
+					e.ci, e.first = int32(len(v.res)), true
+					p.seenAt[i], p.seen[i] = p.try, e.ci
+					v.res = append(v.res, candRes{r, r.job.Options[r.opt].Cfg, r.job.GC, k})
+					v.last = append(v.last, k)
+				}
+				v.last[e.ci] = k
+				v.lp = append(v.lp, e)
+			}
+		}
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	v.ok = true
+	return v, nil
+}
+
+// bestBenefitView is bestBenefit past its first checks, on the candidate view: the same
+// candidates in the same order, the same profile lookups, the same placement.
+func (p *placer) bestBenefitView(j *Job, opt int, v *candView) (gpus []int, partners []trace.JobID, score float64, why string, err error) {
+	need, o := j.GPUs, j.Options[opt]
+	n := 0
+	for _, e := range v.lp {
+		if e.free >= o.Mem {
+			n++
+		}
+	}
+	if len(v.hp)+n < need {
+		return nil, nil, 0, "", nil
+	}
+	rem := j.RemIters(p.s.Now)
+	etcA := rem * o.Excl.Seconds()
+	etcWait := rem * j.Options[j.Fast].Excl.Seconds()
+	for len(p.vchk) < len(v.res) {
+		p.vchk = append(p.vchk, checked{})
+	}
+	env := p.s.Env
+	p.order = p.order[:0] // checked residents, by first appearance
+	usable := 0
+	for _, e := range v.lp {
+		if e.free < o.Mem {
+			continue
+		}
+		c := &p.vchk[e.ci]
+		if e.first {
+			r := &v.res[e.ci]
+			*c = checked{id: r.r.job.ID, gpu: e.g}
+			xiA, okA := env.pair(j.GC, o.Cfg, r.gc, r.cfg)
+			xiB, okB := env.pair(r.gc, r.cfg, j.GC, o.Cfg)
+			if okA && okB {
+				c.ok, c.tCon, c.tSeq = shareAt(etcA, etcWait, r.r.etc, xiA, xiB)
+			}
+			p.order = append(p.order, int(e.ci))
+		}
+		if c.ok {
+			usable++
+		}
+	}
+	if len(v.hp)+usable < need {
+		return nil, nil, 0, "", nil
+	}
+	// Partners by t_con (stable: equal t_con keep their order of first appearance), each
+	// giving its candidate GPUs in scan order, until the job has its GPUs.
+	ps := p.order[:0]
+	for _, ci := range p.order {
+		if p.vchk[ci].ok {
+			ps = append(ps, ci)
+		}
+	}
+	slices.SortStableFunc(ps, func(a, b int) int { return cmp.Compare(p.vchk[a].tCon, p.vchk[b].tCon) })
+	p.tmp = p.tmp[:0]
+	left := need - len(v.hp)
+	for _, ci := range ps {
+		if left <= 0 {
+			break
+		}
+		c := p.vchk[ci]
+		for k := v.res[ci].at; k >= 0 && left > 0; k = v.lp[k].next {
+			p.tmp = append(p.tmp, v.lp[k].g)
+			left--
+		}
+		partners = append(partners, c.id)
+		score = max(score, c.tCon)
+		if p.s.Env.Explain {
+			why += fmt.Sprintf("share with %d: t_con=%.3fs < t_seq=%.3fs; ", c.id, c.tCon, c.tSeq)
+		}
+	}
+	return p.keep(v.hp, p.tmp), partners, score, strings.TrimSuffix(why, "; "), nil
 }
 
 // consolidated tries to fit the whole job inside one node, best-fit node first (SPEC.md §5.6):

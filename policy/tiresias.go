@@ -194,6 +194,9 @@ func (t *Tiresias) state(idx int32) *lasJob {
 // queues and returns the jobs to preempt and to start.
 func (t *Tiresias) Schedule(s *State) (Plan, error) {
 	var plan Plan
+	if len(t.st) < len(s.Jobs) {
+		t.st = slices.Grow(t.st, len(s.Jobs)-len(t.st))
+	}
 	for len(t.qs[0].wait) < len(s.Sizes) {
 		for q := range t.qs {
 			t.qs[q].wait = append(t.qs[q].wait, deque{})

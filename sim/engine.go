@@ -121,7 +121,8 @@ func newEngine(cfg Config, jobs []trace.Job, p policy.Policy, prof *profile.Tabl
 	if m, ok := p.(policy.Moder); ok {
 		mode = m.Mode()
 	}
-	s := &setup{cfg: cfg, prof: prof, cfgIdx: map[string]int{}, noProf: map[string]int{}, fams: map[famKey]int{}, cache: map[optKey]optEntry{}, memSrc: map[string]int{}}
+	s := &setup{cfg: cfg, prof: prof, cfgIdx: map[string]int{}, noProf: map[string]int{}, fams: map[famKey]int{}, cache: map[optKey]optEntry{}, memSrc: map[string]int{},
+		slab: make([]policy.Job, 0, len(jobs))}
 	e := &engine{cfg: cfg, pol: p, cl: cluster.New(cfg.Shape), obs: obs, tick: -1,
 		byID: map[trace.JobID]*policy.Job{}}
 	restartSrc := map[string]int{}

@@ -31,6 +31,18 @@ type setup struct {
 	memSrc map[string]int // memory fallback note → jobs
 	tags   []policy.Tag   // by Option.Tag; tag 0 stands for none
 	tagIdx map[policy.Tag]int32
+	// slab holds the jobs, allocated together; its capacity is the number of jobs, so that
+	// pointers into it stay valid.
+	slab []policy.Job
+}
+
+// alloc returns a new zero job from the slab (or the heap once the slab is full).
+func (s *setup) alloc() *policy.Job {
+	if len(s.slab) == cap(s.slab) {
+		return &policy.Job{}
+	}
+	s.slab = s.slab[:len(s.slab)+1]
+	return &s.slab[len(s.slab)-1]
 }
 
 func (s *setup) intern(name string, c profile.Config) int {
@@ -79,7 +91,8 @@ type optEntry struct {
 func (s *setup) job(t trace.Job, file string) (*policy.Job, error) {
 	key := optKey{t.Model, t.Batch, t.GPUs, t.IterTime}
 	if e, ok := s.cache[key]; ok {
-		j := &policy.Job{Job: t, Options: e.opts, Fast: e.fast, GC: e.gc, Family: e.family, Xi: 1}
+		j := s.alloc()
+		*j = policy.Job{Job: t, Options: e.opts, Fast: e.fast, GC: e.gc, Family: e.family, Xi: 1}
 		j.P.Rem = float64(t.Iters)
 		if len(e.opts) == 1 && e.opts[0].Cfg >= 0 && s.keys[e.opts[0].Cfg].Model == "" {
 			s.noProf[s.names[e.opts[0].Cfg]]++
@@ -105,7 +118,8 @@ func (s *setup) job(t trace.Job, file string) (*policy.Job, error) {
 // the trace's model; memNote then says so (or that the job fills a whole GPU, for a model
 // outside the authors' eight).
 func (s *setup) build(t trace.Job, file string) (*policy.Job, string, error) {
-	j := &policy.Job{Job: t}
+	j := s.alloc()
+	j.Job = t
 	memNote := ""
 	capBytes := s.cfg.Shape.GPUMemBytes
 	where := fmt.Sprintf("%s:%d: job %d", file, t.Line, t.ID)
