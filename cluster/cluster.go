@@ -434,6 +434,8 @@ func (c *Cluster) Release(j trace.JobID) error {
 	c.release(j, a)
 	if len(c.marks) > 0 {
 		c.undo = append(c.undo, change{place: false, job: j, a: a})
+	} else {
+		c.spare = append(c.spare, a) // nothing refers to it any more
 	}
 	return nil
 }

@@ -85,6 +85,8 @@ type greedy struct {
 	low     []ranked // running jobs popped from run that cannot be preempted, lowest first
 	runKey  func(*Job) Key
 	taken   []ranked
+	starts  []Placement   // the previous plan's, for reuse
+	stops   []trace.JobID // the previous plan's, for reuse
 	victims []victim
 	// ahead holds the victims not yet walked again: each attempt's, which it took lowest rank
 	// first, as a run of victims that the walk takes from its end; best is the run whose next
@@ -187,6 +189,11 @@ func (g *greedy) changed() { g.still = false }
 // run walks the pending jobs in order (and, when preempting, the running jobs ranked by runKey)
 // and fills plan.
 func (g *greedy) run(s *State, runKey func(*Job) Key, plan *Plan) error {
+	// The engine is done with the previous plan: its starts and stops reuse the memory.
+	if plan.Start == nil && plan.Stop == nil {
+		plan.Start, plan.Stop = g.starts[:0], g.stops[:0]
+		defer func() { g.starts, g.stops = plan.Start, plan.Stop }()
+	}
 	g.p.reset(s)
 	g.p.scanOnly = g.exhaustive
 	g.s, g.plan = s, plan

@@ -6,7 +6,6 @@ import (
 	"math"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/sharebench/sharebench/cluster"
 	"github.com/sharebench/sharebench/trace"
@@ -42,11 +41,9 @@ type placer struct {
 	arena  []int
 	order  []int
 	gpusOf [][]int // usable GPUs of each checked job
-	// scanOnly turns tooFew and the candidate view off (the exhaustive walk, which tests check
-	// them against).
+	// scanOnly turns tooFew off (the exhaustive walk, which tests check it against).
 	scanOnly bool
-	cv       candView
-	vchk     []checked // share checks of cv's residents, by index in cv.res
+	lpci     []int32 // by index in lp: the index in checked of its resident (bestBenefit2)
 }
 
 // taken reports whether GPU g is already in p.tmp. With two jobs per GPU a GPU hosts one
@@ -272,12 +269,6 @@ func (p *placer) bestBenefit(j *Job, opt int) (gpus []int, partners []trace.JobI
 	if few, _ := p.tooFew(j, opt, true); few {
 		return nil, nil, 0, "", nil
 	}
-	if v, err := p.view(); v != nil || err != nil {
-		if err != nil {
-			return nil, nil, 0, "", err
-		}
-		return p.bestBenefitView(j, opt, v)
-	}
 	p.split(o.Mem, need, false)
 	if len(p.hp)+len(p.lp) < need {
 		return nil, nil, 0, "", nil
@@ -287,6 +278,9 @@ func (p *placer) bestBenefit(j *Job, opt int) (gpus []int, partners []trace.JobI
 	rem := j.RemIters(p.s.Now)
 	etcA := rem * o.Excl.Seconds()
 	etcWait := rem * j.Options[j.Fast].Excl.Seconds()
+	if p.s.Cluster.Shape().MaxShare <= 2 {
+		return p.bestBenefit2(j, opt, etcA, etcWait)
+	}
 	// Share-check every distinct job on the candidate GPUs once, in order of first appearance.
 	p.checked = p.checked[:0]
 	p.scratch()
@@ -322,22 +316,6 @@ func (p *placer) bestBenefit(j *Job, opt int) (gpus []int, partners []trace.JobI
 	}
 	if len(p.hp)+usable < need {
 		return nil, nil, 0, "", nil
-	}
-	if need-len(p.hp) == 1 && p.s.Cluster.Shape().MaxShare <= 2 {
-		// One partner GPU to find: the passing partner of least t_con (the first one met among
-		// equals), on the first candidate GPU it is on.
-		best := -1
-		for i, c := range p.checked {
-			if c.ok && (best < 0 || c.tCon < p.checked[best].tCon) {
-				best = i
-			}
-		}
-		c := p.checked[best]
-		if p.s.Env.Explain {
-			why = fmt.Sprintf("share with %d: t_con=%.3fs < t_seq=%.3fs", c.id, c.tCon, c.tSeq)
-		}
-		p.tmp = append(p.tmp[:0], c.gpu)
-		return p.keep(p.hp, p.tmp), []trace.JobID{c.id}, max(0, c.tCon), why, nil
 	}
 	idx := func(id trace.JobID) int32 { return p.seen[p.s.Lookup(id).Idx] }
 	// A GPU can be used only if every job on it passed.
@@ -405,166 +383,111 @@ func (p *placer) bestBenefit(j *Job, opt int) (gpus []int, partners []trace.JobI
 	return gpus, partners, score, strings.TrimSuffix(why, "; "), nil
 }
 
-// candView is what best-benefit attempts need of one version of the tentative cluster with at
-// most two jobs per GPU, at one instant: the idle GPUs and the GPUs holding one job, in the scan
-// order of split, with their residents as partners. Near saturation a call makes many attempts
-// that fail on the same cluster; from the second one in a version on they read the view instead
-// of scanning the cluster and looking every resident up again.
-type candView struct {
-	version uint64
-	now     time.Duration
-	tries   int
-	ok      bool
-	hp      []int
-	lp      []candGPU
-	res     []candRes // distinct residents, by first appearance in lp
-	last    []int32   // while building: index in lp of each resident's last GPU so far
-}
-
-type candGPU struct {
-	g     int
-	free  int64
-	ci    int32 // index in res
-	next  int32 // index in lp of the resident's next GPU, -1 for none
-	first bool  // the first GPU of its resident in lp
-}
-
-type candRes struct {
-	r       partner
-	cfg, gc int
-	at      int32 // index in lp of its first GPU
-}
-
-// view returns the candidate view of the tentative cluster now, or nil when it is not worth
-// building (first attempt in a version) or possible (more jobs per GPU).
-func (p *placer) view() (*candView, error) {
-	cl := p.s.Cluster
-	v := &p.cv
-	if cl.Shape().MaxShare != 2 || p.scanOnly {
-		return nil, nil
-	}
-	if v.version != cl.Version() || v.now != p.s.Now {
-		v.version, v.now, v.tries, v.ok = cl.Version(), p.s.Now, 0, false
-	}
-	if v.ok {
-		return v, nil
-	}
-	if v.tries++; v.tries < 2 {
-		return nil, nil
-	}
-	v.hp, v.lp, v.res, v.last = v.hp[:0], v.lp[:0], v.res[:0], v.last[:0]
+// bestBenefit2 is bestBenefit past split when a GPU holds at most two jobs, so that each
+// candidate GPU has one resident.
+func (p *placer) bestBenefit2(j *Job, opt int, etcA, etcWait float64) (gpus []int, partners []trace.JobID, score float64, why string, err error) {
+	cl, env, cfg := p.s.Cluster, p.s.Env, j.Options[opt].Cfg
+	need := j.GPUs
+	p.checked = p.checked[:0]
+	p.lpci = p.lpci[:0]
 	p.scratch()
 	if p.try++; p.try == 0 {
 		clear(p.seenAt)
 		p.try = 1
 	}
-	sh := cl.Shape()
-	var err error
-	cl.EachNode(cluster.WithOpen, func(n int) bool {
-		for g := n * sh.GPUsPerNode; g < (n+1)*sh.GPUsPerNode; g++ {
-			switch cl.Count(g) {
-			case 0:
-				v.hp = append(v.hp, g)
-			case 1:
-				var r partner
-				if r, err = p.resident(cl.Jobs(g)[0]); err != nil {
-					return false
-				}
-				e := candGPU{g: g, free: cl.FreeMem(g), next: -1}
-				k := int32(len(v.lp))
-				if i := r.job.Idx; p.seenAt[i] == p.try {
-					e.ci = p.seen[i]
-					v.lp[v.last[e.ci]].next = k
-				} else {
-					e.ci, e.first = int32(len(v.res)), true
-					p.seenAt[i], p.seen[i] = p.try, e.ci
-					v.res = append(v.res, candRes{r, r.job.Options[r.opt].Cfg, r.job.GC, k})
-					v.last = append(v.last, k)
-				}
-				v.last[e.ci] = k
-				v.lp = append(v.lp, e)
+	usable := 0 // candidate GPUs whose resident passes
+	for _, g := range p.lp {
+		id := cl.Jobs(g)[0]
+		r, err := p.resident(id)
+		if err != nil {
+			return nil, nil, 0, "", err
+		}
+		multi := r.job.GPUs > 1
+		if i := r.job.Idx; multi && p.seenAt[i] == p.try {
+			ci := p.seen[i]
+			p.lpci = append(p.lpci, ci)
+			if p.checked[ci].ok {
+				usable++
 			}
-		}
-		return true
-	})
-	if err != nil {
-		return nil, err
-	}
-	v.ok = true
-	return v, nil
-}
-
-// bestBenefitView is bestBenefit past its first checks, on the candidate view: the same
-// candidates in the same order, the same profile lookups, the same placement.
-func (p *placer) bestBenefitView(j *Job, opt int, v *candView) (gpus []int, partners []trace.JobID, score float64, why string, err error) {
-	need, o := j.GPUs, j.Options[opt]
-	n := 0
-	for _, e := range v.lp {
-		if e.free >= o.Mem {
-			n++
-		}
-	}
-	if len(v.hp)+n < need {
-		return nil, nil, 0, "", nil
-	}
-	rem := j.RemIters(p.s.Now)
-	etcA := rem * o.Excl.Seconds()
-	etcWait := rem * j.Options[j.Fast].Excl.Seconds()
-	for len(p.vchk) < len(v.res) {
-		p.vchk = append(p.vchk, checked{})
-	}
-	env := p.s.Env
-	p.order = p.order[:0] // checked residents, by first appearance
-	usable := 0
-	for _, e := range v.lp {
-		if e.free < o.Mem {
 			continue
 		}
-		c := &p.vchk[e.ci]
-		if e.first {
-			r := &v.res[e.ci]
-			*c = checked{id: r.r.job.ID, gpu: e.g}
-			xiA, okA := env.pair(j.GC, o.Cfg, r.gc, r.cfg)
-			xiB, okB := env.pair(r.gc, r.cfg, j.GC, o.Cfg)
-			if okA && okB {
-				c.ok, c.tCon, c.tSeq = shareAt(etcA, etcWait, r.r.etc, xiA, xiB)
-			}
-			p.order = append(p.order, int(e.ci))
+		c := checked{id: id, gpu: g}
+		rc := r.job.Options[r.opt].Cfg
+		xiA, okA := env.pair(j.GC, cfg, r.job.GC, rc)
+		xiB, okB := env.pair(r.job.GC, rc, j.GC, cfg)
+		if okA && okB {
+			c.ok, c.tCon, c.tSeq = shareAt(etcA, etcWait, r.etc, xiA, xiB)
 		}
+		ci := int32(len(p.checked))
+		if multi {
+			p.seenAt[r.job.Idx], p.seen[r.job.Idx] = p.try, ci
+		}
+		p.lpci = append(p.lpci, ci)
+		p.checked = append(p.checked, c)
 		if c.ok {
 			usable++
 		}
 	}
-	if len(v.hp)+usable < need {
+	if len(p.hp)+usable < need {
 		return nil, nil, 0, "", nil
 	}
-	// Partners by t_con (stable: equal t_con keep their order of first appearance), each
-	// giving its candidate GPUs in scan order, until the job has its GPUs.
-	ps := p.order[:0]
-	for _, ci := range p.order {
-		if p.vchk[ci].ok {
-			ps = append(ps, ci)
+	if need-len(p.hp) == 1 {
+		// One partner GPU to find: the passing partner of least t_con (the first one met among
+		// equals), on the first candidate GPU it is on.
+		best := -1
+		for i, c := range p.checked {
+			if c.ok && (best < 0 || c.tCon < p.checked[best].tCon) {
+				best = i
+			}
+		}
+		c := p.checked[best]
+		if env.Explain {
+			why = fmt.Sprintf("share with %d: t_con=%.3fs < t_seq=%.3fs", c.id, c.tCon, c.tSeq)
+		}
+		p.tmp = append(p.tmp[:0], c.gpu)
+		return p.keep(p.hp, p.tmp), []trace.JobID{c.id}, max(0, c.tCon), why, nil
+	}
+	// Passing partners by t_con; stable, so equal t_con keep their order of first appearance;
+	// each gives its candidate GPUs in scan order until the job has its GPUs.
+	p.order = p.order[:0]
+	for i, c := range p.checked {
+		if c.ok {
+			p.order = append(p.order, i)
 		}
 	}
-	slices.SortStableFunc(ps, func(a, b int) int { return cmp.Compare(p.vchk[a].tCon, p.vchk[b].tCon) })
+	slices.SortStableFunc(p.order, func(a, b int) int { return cmp.Compare(p.checked[a].tCon, p.checked[b].tCon) })
+	for len(p.gpusOf) < len(p.checked) {
+		p.gpusOf = append(p.gpusOf, nil)
+	}
+	for i := range p.checked {
+		p.gpusOf[i] = p.gpusOf[i][:0]
+	}
+	for k, g := range p.lp {
+		if ci := p.lpci[k]; p.checked[ci].ok {
+			p.gpusOf[ci] = append(p.gpusOf[ci], g)
+		}
+	}
 	p.tmp = p.tmp[:0]
-	left := need - len(v.hp)
-	for _, ci := range ps {
+	left := need - len(p.hp)
+	for _, i := range p.order {
 		if left <= 0 {
 			break
 		}
-		c := p.vchk[ci]
-		for k := v.res[ci].at; k >= 0 && left > 0; k = v.lp[k].next {
-			p.tmp = append(p.tmp, v.lp[k].g)
+		c := p.checked[i]
+		for _, g := range p.gpusOf[i] {
+			if left == 0 {
+				break
+			}
+			p.tmp = append(p.tmp, g)
 			left--
 		}
 		partners = append(partners, c.id)
 		score = max(score, c.tCon)
-		if p.s.Env.Explain {
+		if env.Explain {
 			why += fmt.Sprintf("share with %d: t_con=%.3fs < t_seq=%.3fs; ", c.id, c.tCon, c.tSeq)
 		}
 	}
-	return p.keep(v.hp, p.tmp), partners, score, strings.TrimSuffix(why, "; "), nil
+	return p.keep(p.hp, p.tmp), partners, score, strings.TrimSuffix(why, "; "), nil
 }
 
 // consolidated tries to fit the whole job inside one node, best-fit node first (SPEC.md §5.6):
@@ -695,6 +618,7 @@ func (p *placer) yarn(j *Job) []int {
 		last = n
 		whole--
 	}
+	p.tmp = gpus // keep the room for next time
 	if whole > 0 {
 		return nil
 	}

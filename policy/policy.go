@@ -91,7 +91,8 @@ type State struct {
 
 func (s *State) byID(id trace.JobID) *Job { return s.ByID[id] }
 
-// Plan is a policy's decision. The engine applies Stop first (preemption), then Start.
+// Plan is a policy's decision. The engine applies Stop first (preemption), then Start. It is done
+// with a plan when it calls the policy again, so policies may reuse a plan's memory.
 type Plan struct {
 	Stop  []trace.JobID
 	Start []Placement
