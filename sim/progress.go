@@ -87,7 +87,7 @@ func (e *engine) partners(j *policy.Job, buf []*policy.Job) []*policy.Job {
 	for _, g := range j.On {
 		for _, id := range e.cl.Jobs(g) {
 			if id != j.ID {
-				q := e.byID[id]
+				q := e.lookup(id)
 				if !slices.Contains(buf, q) {
 					buf = append(buf, q)
 				}
@@ -267,7 +267,7 @@ func (e *engine) apply(plan policy.Plan) error {
 		}
 		for _, g := range pl.GPUs {
 			for _, id := range e.cl.Jobs(g) {
-				q := e.byID[id]
+				q := e.lookup(id)
 				_, ok1 := e.env.Xi(j, pl.Opt, q, q.Opt)
 				_, ok2 := e.env.Xi(q, q.Opt, j, pl.Opt)
 				if !ok1 || !ok2 {
@@ -282,7 +282,7 @@ func (e *engine) apply(plan policy.Plan) error {
 		// Settle the future partners before their rates change.
 		for _, g := range pl.GPUs {
 			for _, id := range e.cl.Jobs(g) {
-				e.settle(e.byID[id].Idx)
+				e.settle(e.lookup(id).Idx)
 			}
 		}
 		if err := e.cl.PlaceTagged(j.ID, pl.GPUs, j.Options[pl.Opt].Mem, j.Options[pl.Opt].Tag); err != nil {
