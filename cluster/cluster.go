@@ -22,6 +22,8 @@ func (g GPUID) String() string { return fmt.Sprintf("%d-%d", g.Node, g.Index) }
 type Cluster struct {
 	shape Shape
 	occ   []trace.JobID // MaxShare slots per GPU, residents sorted by job ID
+	tags  []int32       // the residents' tags, slot by slot (see PlaceTagged)
+	sole  []int32       // by tag: GPUs holding exactly one job, which carries the tag
 	cnt   []int32       // residents per GPU
 	free  []int64       // free memory per GPU
 
@@ -37,17 +39,24 @@ type Cluster struct {
 	byLoad    [][]uint64
 	idleNodes []uint64
 	openNodes []uint64
+	// idleAtLeast[k] holds the nodes with at least k GPUs without jobs (k ≥ 1; [1] is idleNodes).
+	idleAtLeast [][]uint64
 
-	allocs  map[trace.JobID]*alloc
+	allocs map[trace.JobID]*alloc
+	// dense holds the allocations of jobs with IDs in [lo, lo+len(dense)) instead of allocs
+	// (see Dense): most traces number their jobs densely, and a slice beats a map.
+	dense   []*alloc
+	lo      trace.JobID
 	spare   []*alloc // allocations undone by Rollback, reused by Place
 	undo    []change
-	marks   int
+	marks   []int // open marks' checkpoints, innermost last
 	version uint64
 }
 
 type alloc struct {
 	gpus []int
 	mem  int64
+	tag  int32
 }
 
 type change struct {
@@ -66,6 +75,8 @@ func New(s Shape) *Cluster {
 	c := &Cluster{
 		shape:    s,
 		occ:      make([]trace.JobID, n*s.MaxShare),
+		tags:     make([]int32, n*s.MaxShare),
+		sole:     make([]int32, 1),
 		cnt:      make([]int32, n),
 		free:     make([]int64, n),
 		nodeJobs: make([]int32, s.Nodes),
@@ -83,14 +94,20 @@ func New(s Shape) *Cluster {
 	for w := range c.byLoad {
 		c.byLoad[w] = make([]uint64, words)
 	}
-	c.idleNodes = make([]uint64, words)
 	c.openNodes = make([]uint64, words)
+	c.idleAtLeast = make([][]uint64, s.GPUsPerNode+1)
+	for k := range c.idleAtLeast {
+		c.idleAtLeast[k] = make([]uint64, words)
+	}
+	c.idleNodes = c.idleAtLeast[1]
 	for i := range s.Nodes {
 		c.nodeIdle[i] = int32(s.GPUsPerNode)
 		c.nodeOpen[i] = int32(s.GPUsPerNode)
 		setBit(c.byLoad[0], i, true)
-		setBit(c.idleNodes, i, true)
 		setBit(c.openNodes, i, true)
+		for k := range c.idleAtLeast {
+			setBit(c.idleAtLeast[k], i, true)
+		}
 	}
 	return c
 }
@@ -157,10 +174,57 @@ func (c *Cluster) AppendIdle(dst []int, n int) []int {
 	return dst
 }
 
+// NextIdleNode returns the first node from node from on (by index) with at least k GPUs
+// without jobs, or -1.
+func (c *Cluster) NextIdleNode(k, from int) int {
+	if k > c.shape.GPUsPerNode {
+		return -1
+	}
+	k = max(k, 0)
+	set := c.idleAtLeast[k]
+	for w := from >> 6; w < len(set); w++ {
+		bits := set[w]
+		if w == from>>6 {
+			bits &^= 1<<(from&63) - 1
+		}
+		if bits != 0 {
+			if n := w<<6 | trailingZeros(bits); n < c.shape.Nodes {
+				return n
+			}
+			return -1
+		}
+	}
+	return -1
+}
+
 // setLoad moves node n from workload bucket old to new.
 func (c *Cluster) setLoad(n int, old, new int32) {
 	setBit(c.byLoad[old], n, false)
 	setBit(c.byLoad[new], n, true)
+}
+
+// Dense tells the cluster that most job IDs lie in [lo, lo+n), so that it can keep their
+// allocations in a slice. It must be called while the cluster is empty.
+func (c *Cluster) Dense(lo trace.JobID, n int) {
+	c.lo, c.dense = lo, make([]*alloc, n)
+}
+
+func (c *Cluster) alloc(j trace.JobID) *alloc {
+	if d := uint64(j - c.lo); d < uint64(len(c.dense)) {
+		return c.dense[d]
+	}
+	return c.allocs[j]
+}
+
+func (c *Cluster) setAlloc(j trace.JobID, a *alloc) {
+	switch d := uint64(j - c.lo); {
+	case d < uint64(len(c.dense)):
+		c.dense[d] = a
+	case a == nil:
+		delete(c.allocs, j)
+	default:
+		c.allocs[j] = a
+	}
 }
 
 // Shape returns the cluster's shape.
@@ -205,13 +269,17 @@ func (c *Cluster) Open() int { return c.open }
 // Shared returns the number of GPUs holding two or more jobs.
 func (c *Cluster) Shared() int { return c.shared }
 
+// Sole returns, by tag, the number of GPUs that hold exactly one job, which carries the tag (see
+// PlaceTagged; Place tags 0). The slice is only valid until the next change.
+func (c *Cluster) Sole() []int32 { return c.sole }
+
 // Version changes whenever the occupancy changes, so callers can cache derived views.
 func (c *Cluster) Version() uint64 { return c.version }
 
 // Placed returns the GPUs and per-GPU memory of job j. The slice is valid until j is released.
 func (c *Cluster) Placed(j trace.JobID) (gpus []int, mem int64, ok bool) {
-	a, ok := c.allocs[j]
-	if !ok {
+	a := c.alloc(j)
+	if a == nil {
 		return nil, 0, false
 	}
 	return a.gpus, a.mem, true
@@ -219,7 +287,7 @@ func (c *Cluster) Placed(j trace.JobID) (gpus []int, mem int64, ok bool) {
 
 // CanPlace reports why job j could not be placed on gpus with mem bytes per GPU, or nil.
 func (c *Cluster) CanPlace(j trace.JobID, gpus []int, mem int64) error {
-	if _, dup := c.allocs[j]; dup {
+	if c.alloc(j) != nil {
 		return fmt.Errorf("job %d is already placed", j)
 	}
 	if len(gpus) == 0 {
@@ -248,8 +316,21 @@ func (c *Cluster) CanPlace(j trace.JobID, gpus []int, mem int64) error {
 // Place puts job j on gpus, taking mem bytes on each. It returns an error, changing nothing,
 // when the placement is illegal.
 func (c *Cluster) Place(j trace.JobID, gpus []int, mem int64) error {
+	return c.PlaceTagged(j, gpus, mem, 0)
+}
+
+// PlaceTagged is Place with a tag (≥ 0) for the job: Sole counts, by tag, the GPUs that hold
+// one job only, so that placement can tell how many GPUs could take a partner of which kind
+// without visiting them.
+func (c *Cluster) PlaceTagged(j trace.JobID, gpus []int, mem int64, tag int32) error {
 	if err := c.CanPlace(j, gpus, mem); err != nil {
 		return err
+	}
+	if tag < 0 {
+		return fmt.Errorf("job %d: negative tag", j)
+	}
+	for int(tag) >= len(c.sole) {
+		c.sole = append(c.sole, 0)
 	}
 	var a *alloc
 	if k := len(c.spare); k > 0 {
@@ -257,11 +338,43 @@ func (c *Cluster) Place(j trace.JobID, gpus []int, mem int64) error {
 	} else {
 		a = &alloc{}
 	}
-	a.gpus, a.mem = append(a.gpus[:0], gpus...), mem
+	a.gpus, a.mem, a.tag = append(a.gpus[:0], gpus...), mem, tag
 	slices.Sort(a.gpus)
+	if back := c.undone(j, a); back != nil {
+		// j goes back exactly where it was released since the innermost mark: the release is
+		// forgotten, so that rolling back has nothing to do for j.
+		c.spare = append(c.spare, a)
+		c.place(j, back)
+		return nil
+	}
 	c.place(j, a)
-	if c.marks > 0 {
+	if len(c.marks) > 0 {
 		c.undo = append(c.undo, change{place: true, job: j})
+	}
+	return nil
+}
+
+// undoneWindow bounds how far back undone looks for a release.
+const undoneWindow = 64
+
+// undone finds, among the last changes since the innermost mark, a release of j from exactly
+// the allocation a describes, removes it from the undo log and returns its allocation; nil if
+// there is none.
+func (c *Cluster) undone(j trace.JobID, a *alloc) *alloc {
+	if len(c.marks) == 0 {
+		return nil
+	}
+	floor := max(c.marks[len(c.marks)-1], len(c.undo)-undoneWindow)
+	for i := len(c.undo) - 1; i >= floor; i-- {
+		ch := c.undo[i]
+		if ch.job != j {
+			continue
+		}
+		if ch.place || ch.a.mem != a.mem || ch.a.tag != a.tag || !slices.Equal(ch.a.gpus, a.gpus) {
+			return nil
+		}
+		c.undo = slices.Delete(c.undo, i, i+1)
+		return ch.a
 	}
 	return nil
 }
@@ -277,21 +390,25 @@ func (c *Cluster) place(j trace.JobID, a *alloc) {
 			lastNode = n
 		}
 		k := int(c.cnt[g])
-		slots := c.occ[g*ms : g*ms+k+1]
+		slots, tags := c.occ[g*ms:g*ms+k+1], c.tags[g*ms:g*ms+k+1]
+		switch k {
+		case 0:
+			c.sole[a.tag]++
+		case 1:
+			c.sole[tags[0]]--
+		}
 		i := k
 		for i > 0 && slots[i-1] > j {
-			slots[i] = slots[i-1]
+			slots[i], tags[i] = slots[i-1], tags[i-1]
 			i--
 		}
-		slots[i] = j
+		slots[i], tags[i] = j, a.tag
 		c.cnt[g]++
 		c.free[g] -= a.mem
 		if k == 0 {
 			c.idle--
+			setBit(c.idleAtLeast[c.nodeIdle[n]], n, false)
 			c.nodeIdle[n]--
-			if c.nodeIdle[n] == 0 {
-				setBit(c.idleNodes, n, false)
-			}
 		}
 		if k == 1 {
 			c.shared++
@@ -304,19 +421,21 @@ func (c *Cluster) place(j trace.JobID, a *alloc) {
 			}
 		}
 	}
-	c.allocs[j] = a
+	c.setAlloc(j, a)
 	c.version++
 }
 
 // Release removes job j from its GPUs.
 func (c *Cluster) Release(j trace.JobID) error {
-	a, ok := c.allocs[j]
-	if !ok {
+	a := c.alloc(j)
+	if a == nil {
 		return fmt.Errorf("job %d is not placed", j)
 	}
 	c.release(j, a)
-	if c.marks > 0 {
+	if len(c.marks) > 0 {
 		c.undo = append(c.undo, change{place: false, job: j, a: a})
+	} else {
+		c.spare = append(c.spare, a) // nothing refers to it any more
 	}
 	return nil
 }
@@ -332,12 +451,19 @@ func (c *Cluster) release(j trace.JobID, a *alloc) {
 			lastNode = n
 		}
 		k := int(c.cnt[g])
-		slots := c.occ[g*ms : g*ms+k]
+		slots, tags := c.occ[g*ms:g*ms+k], c.tags[g*ms:g*ms+k]
 		i := slices.Index(slots, j)
 		if i < 0 {
 			panic(fmt.Sprintf("cluster: job %d missing from GPU %s", j, c.ID(g)))
 		}
 		copy(slots[i:], slots[i+1:])
+		copy(tags[i:], tags[i+1:])
+		switch k {
+		case 1:
+			c.sole[a.tag]--
+		case 2:
+			c.sole[tags[0]]++
+		}
 		c.cnt[g]--
 		c.free[g] += a.mem
 		if k == ms {
@@ -348,19 +474,19 @@ func (c *Cluster) release(j trace.JobID, a *alloc) {
 		if k == 1 {
 			c.idle++
 			c.nodeIdle[n]++
-			setBit(c.idleNodes, n, true)
+			setBit(c.idleAtLeast[c.nodeIdle[n]], n, true)
 		}
 		if k == 2 {
 			c.shared--
 		}
 	}
-	delete(c.allocs, j)
+	c.setAlloc(j, nil)
 	c.version++
 }
 
 // Mark starts recording changes and returns a checkpoint for Rollback. Marks nest.
 func (c *Cluster) Mark() int {
-	c.marks++
+	c.marks = append(c.marks, len(c.undo))
 	return len(c.undo)
 }
 
@@ -369,7 +495,7 @@ func (c *Cluster) Rollback(mark int) {
 	for i := len(c.undo) - 1; i >= mark; i-- {
 		ch := c.undo[i]
 		if ch.place {
-			a := c.allocs[ch.job]
+			a := c.alloc(ch.job)
 			c.release(ch.job, a)
 			c.spare = append(c.spare, a) // nothing else refers to a tentative placement
 		} else {
@@ -377,13 +503,13 @@ func (c *Cluster) Rollback(mark int) {
 		}
 	}
 	c.undo = c.undo[:mark]
-	c.marks--
+	c.marks = c.marks[:len(c.marks)-1]
 }
 
 // Commit keeps the changes made since the checkpoint and ends that mark.
 func (c *Cluster) Commit(mark int) {
-	c.marks--
-	if c.marks == 0 {
+	c.marks = c.marks[:len(c.marks)-1]
+	if len(c.marks) == 0 {
 		c.undo = c.undo[:0]
 	}
 }

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -188,6 +189,119 @@ func TestSpecBounds(t *testing.T) {
 		_, err := LoadSpec(strings.NewReader(specHeader+"\n"+row+"\n"), "spec.csv")
 		if err == nil || !strings.Contains(err.Error(), "spec.csv:2:") {
 			t.Errorf("%s: got %v, want a positioned error", row, err)
+		}
+	}
+}
+
+// TestNextIdleNode checks the per-count node sets against NodeIdle, and the sole-resident counts
+// against the residents' tags, after random placements, releases and rollbacks on 70 nodes (two
+// bitset words).
+func TestNextIdleNode(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(3, 4))
+	c := New(shape(70, 4))
+	c.Dense(0, 1500)
+	var placed []trace.JobID
+	tagOf := map[trace.JobID]int32{}
+	check := func(step int) {
+		want := make([]int32, 4)
+		for g := range c.NumGPUs() {
+			if jobs := c.Jobs(g); len(jobs) == 1 {
+				want[tagOf[jobs[0]]]++
+			}
+		}
+		got := append(slices.Clone(c.Sole()), make([]int32, 4)...)[:4]
+		if !slices.Equal(got, want) {
+			t.Fatalf("step %d: Sole %v, want %v", step, got, want)
+		}
+		for k := 0; k <= 5; k++ {
+			for from := 0; from <= 70; from += 1 + rng.IntN(9) {
+				want := -1
+				for n := from; n < 70; n++ {
+					if c.NodeIdle(n) >= k {
+						want = n
+						break
+					}
+				}
+				if got := c.NextIdleNode(k, from); got != want {
+					t.Fatalf("step %d: NextIdleNode(%d, %d) = %d, want %d", step, k, from, got, want)
+				}
+			}
+		}
+	}
+	for step := range 3000 {
+		switch {
+		case len(placed) > 0 && rng.IntN(3) == 0:
+			k := rng.IntN(len(placed))
+			if err := c.Release(placed[k]); err != nil {
+				t.Fatal(err)
+			}
+			placed = slices.Delete(placed, k, k+1)
+		case rng.IntN(10) == 0:
+			m := c.Mark()
+			id := trace.JobID(100000 + step)
+			tagOf[id] = int32(rng.IntN(4))
+			c.PlaceTagged(id, []int{rng.IntN(280)}, GiB, tagOf[id])
+			if len(placed) > 0 {
+				c.Release(placed[rng.IntN(len(placed))])
+			}
+			c.Rollback(m)
+		default:
+			id := trace.JobID(step)
+			tagOf[id] = int32(rng.IntN(4))
+			if c.PlaceTagged(id, []int{rng.IntN(280), rng.IntN(280)}, GiB, tagOf[id]) == nil {
+				placed = append(placed, id)
+			}
+		}
+		check(step)
+	}
+}
+
+// TestRollbackPlacedBack checks that a job released and placed back where it was since the
+// innermost mark leaves nothing to undo, under nested marks and random changes around it.
+func TestRollbackPlacedBack(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(5, 6))
+	c := New(shape(3, 4))
+	c.Dense(2, 4) // jobs 2-5 in the slice, the others in the map
+	var placed []trace.JobID
+	for id := range trace.JobID(8) {
+		if c.PlaceTagged(id, []int{rng.IntN(12)}, GiB, int32(id%3)) == nil {
+			placed = append(placed, id)
+		}
+	}
+	for step := range 2000 {
+		before, sole, idle := snapshot(c), slices.Clone(c.Sole()), c.Idle()
+		outer := c.Mark()
+		for range 1 + rng.IntN(4) {
+			j := placed[rng.IntN(len(placed))]
+			gpus, mem, ok := c.Placed(j)
+			if !ok {
+				continue
+			}
+			gpus = slices.Clone(gpus)
+			inner := c.Mark()
+			if err := c.Release(j); err != nil {
+				t.Fatal(err)
+			}
+			c.Commit(inner)
+			if rng.IntN(2) == 0 {
+				c.PlaceTagged(trace.JobID(1000+step), []int{rng.IntN(12)}, GiB, 1)
+			}
+			n := len(c.undo)
+			if err := c.PlaceTagged(j, gpus, mem, int32(j%3)); err != nil {
+				continue // its GPU filled up meanwhile
+			}
+			if len(c.undo) != n-1 {
+				t.Fatalf("step %d: placing job %d back left %d changes, want %d", step, j, len(c.undo), n-1)
+			}
+		}
+		c.Rollback(outer)
+		if after := snapshot(c); after != before {
+			t.Fatalf("step %d: rollback:\n%s\nwant\n%s", step, after, before)
+		}
+		if got := c.Sole()[:len(sole)]; !slices.Equal(got, sole) || c.Idle() != idle {
+			t.Fatalf("step %d: after rollback sole %v idle %d, want %v %d", step, got, c.Idle(), sole, idle)
 		}
 	}
 }

@@ -15,7 +15,7 @@ type FIFOArgs struct {
 }
 
 func newFIFO(a FIFOArgs) *FIFO {
-	return &FIFO{greedy{name: KeyFIFO, place: yarnPlace, exclusive: true, preempt: a.Preempt, tentative: a.Victims == VictimsTentative, exhaustive: a.Exhaustive}}
+	return &FIFO{greedy{name: KeyFIFO, place: yarnPlace, exclusive: true, bySize: true, timeless: true, preempt: a.Preempt, tentative: a.Victims == VictimsTentative, exhaustive: a.Exhaustive}}
 }
 
 // Name returns the registry key.

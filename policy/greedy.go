@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -18,16 +19,32 @@ type placeFunc func(p *placer, j *Job) (pl Placement, ok bool, err error)
 //
 // The walk skips work it can prove futile, without changing any decision:
 //   - once no running job ranks below the current one, nothing can be preempted any more, and
-//     only jobs that ask for at most the free GPUs are walked (the pending jobs are indexed by
-//     GPU count);
+//     only jobs that ask for at most the free GPUs are walked;
 //   - jobs of one family (same options, same GPU count) met in key order can only be harder to
-//     place than the first one that failed, as long as the cluster has not changed since (for the
-//     share check, t_con − t_seq is non-decreasing in the pending job's remaining time), so they
-//     are skipped, and the walk ends once every family still ahead has failed.
+//     place than the first one that failed (for the share check, t_con − t_seq is non-decreasing
+//     in the pending job's remaining time), as long as no job was preempted since: placements
+//     only take idle GPUs, room, memory and share partners away, so a family that failed stays
+//     failed until a preemption (or, when sharing and preempting, any change: see attempt), and
+//     its jobs are skipped. With YARN placement, whether a job
+//     fits depends on its GPU count alone, and a larger job never fits where a smaller one does
+//     not, so a failure rules out every job of as many GPUs or more.
+//
+// To skip a family in one step, the walk takes the pending jobs family by family (State.ByFamily),
+// merging the families' next jobs in priority order with a heap; a family that fails leaves the
+// heap until it may fit again.
 type greedy struct {
 	name      string
 	place     placeFunc
 	exclusive bool // the placement never shares, so a job needs idle GPUs
+	// bySize: whether a job can be placed depends only on its GPU count, and not on more than
+	// a smaller job (YARN placement).
+	bySize bool
+	// timeless: keys do not change with time (only when the policy says so, see rekey and
+	// changed), and neither do placements; then a walk that changed nothing is not repeated
+	// until something changes.
+	timeless  bool
+	still     bool // the last walk changed nothing
+	pending   int  // pending jobs at the last walk
 	preempt   bool
 	tentative bool // victims: preempt only if the job then fits (else the authors' behaviour)
 	mps       bool
@@ -37,28 +54,53 @@ type greedy struct {
 	p          placer
 
 	// Per-call walk state.
-	s       *State
-	plan    *Plan
-	dead    []uint64 // epoch at which each family last failed
-	left    []int32  // pending jobs of each family not yet walked
-	pos     []int    // next index in each State.BySize list
-	epoch   uint64
-	alive   int      // families with jobs ahead, not failed this epoch, fitting the free GPUs
-	running []ranked // running jobs not preempted; once heaped, the items of heap
-	low     []ranked // running jobs popped from the heap that cannot be preempted, lowest first
+	s    *State
+	plan *Plan
+	dead []uint64 // epoch at which each family last failed (epochs count on across calls)
+	// failed is, with bySize, the fewest GPUs a job asked for that failed in this epoch: every
+	// job of as many GPUs or more fails too.
+	failed int
+	// The walk scans State.Pending (scan is the next position, skipped counts the jobs it
+	// skipped since it last took one) until it merges the families (merging).
+	scan    Pos
+	skipped int
+	merging bool
+	phase1  bool   // some running job may still rank below the walk (see walk)
+	cur     []Pos  // each family's next job in State.ByFamily, unless the family lags (below)
+	head    []*Job // the job at cur, nil past the end
+	heads   binHeap[int32]
+	// The walk position: the last job walked (pending or victim) and its key. A family that
+	// failed keeps its position until the cluster changes; it then lags behind the walk and
+	// jumps ahead when it reaches the heap's top.
+	walked bool
+	wk     Key
+	wj     *Job
+	epoch  uint64
+	// rs holds the running jobs, lowest priority on top; victims come out of it in order (take).
+	// It persists across calls (see sync); the exhaustive walk rebuilds it from every running
+	// job at every call instead.
+	rs      runSet
+	stopped []*Job   // the previous plan's victims: out of rs once they stopped
+	rekeyed []*Job   // running jobs whose key the policy changed since the last sync
+	low     []ranked // running jobs popped from run that cannot be preempted, lowest first
 	runKey  func(*Job) Key
-	ranked  bool // running holds the running jobs (built on first need)
-	heaped  bool
-	heap    binHeap[ranked] // running jobs, lowest priority on top, so victims come out in order
-	last    int             // before heaping: index in running of the lowest-priority job
 	taken   []ranked
-	victims []*victim
-	ahead   []*victim // victims not yet walked again, by rank
+	starts  []Placement   // the previous plan's, for reuse
+	stops   []trace.JobID // the previous plan's, for reuse
+	victims []victim
+	// ahead holds the victims not yet walked again: each attempt's, which it took lowest rank
+	// first, as a run of victims that the walk takes from its end; best is the run whose next
+	// victim ranks first (-1: none).
+	ahead []vrun
+	best  int
 }
 
 type ranked struct {
-	j *Job
-	k Key
+	j   *Job
+	k   Key
+	at  time.Duration // when k was exact
+	sub time.Duration // j.Submit and j.ID, for comparisons without loading j
+	id  trace.JobID
 }
 
 // minVictimIters is the authors' filter: only running jobs with more iterations left than this are
@@ -89,119 +131,262 @@ func (g *greedy) free() int {
 
 // below reports whether a running job ranks below (k, j) and so could be preempted for it.
 func (g *greedy) below(k Key, j *Job) bool {
-	if !g.ranked {
-		g.rank()
-	}
 	var r ranked
-	switch {
-	case len(g.low) > 0:
+	if len(g.low) > 0 {
 		r = g.low[0]
-	case g.heaped && g.heap.len() > 0:
-		r = g.heap.top()
-	case !g.heaped && g.last >= 0:
-		r = g.running[g.last]
-	default:
-		return false
+	} else {
+		var ok bool
+		if r, ok = g.rs.lowest(g.s.Now, g.runKey); !ok {
+			return false
+		}
 	}
 	return Compare(r.k, r.j, k, j) > 0
 }
 
-// rank collects the running jobs with their keys and finds the lowest-ranked one. Sorting them
-// all waits until a victim is needed.
-func (g *greedy) rank() {
-	g.ranked = true
-	for _, j := range g.s.Running {
-		g.running = append(g.running, ranked{j, g.runKey(j)})
-		if k := len(g.running) - 1; g.last < 0 || Compare(g.running[k].k, j, g.running[g.last].k, g.running[g.last].j) > 0 {
-			g.last = k
+// sync brings rs up to date with s: jobs that finished or were preempted leave it, jobs the
+// engine re-rated (started ones among them) or the policy re-keyed get their exact key. Every
+// Schedule of a preemptive policy on greedy calls it (run does), since the engine hands each
+// change to one call only.
+func (g *greedy) sync(s *State, runKey func(*Job) Key) {
+	g.rs.grow(len(s.Jobs))
+	if g.exhaustive {
+		g.rs.clear()
+		for _, j := range s.Running {
+			g.rs.put(entry(j, runKey(j), s.Now))
+		}
+		g.rekeyed = g.rekeyed[:0]
+		return
+	}
+	for _, id := range s.Finished {
+		if j := s.Lookup(id); j != nil {
+			g.rs.remove(j)
 		}
 	}
+	for _, j := range g.stopped {
+		if !j.Running {
+			g.rs.remove(j)
+		}
+	}
+	g.stopped = g.stopped[:0]
+	for _, l := range [2][]*Job{s.Rerated, g.rekeyed} {
+		for _, j := range l {
+			if j.Running {
+				g.rs.put(entry(j, runKey(j), s.Now))
+			} else {
+				g.rs.remove(j)
+			}
+		}
+	}
+	g.rekeyed = g.rekeyed[:0]
 }
+
+// rekey notes a running job whose key the policy changed (a Tiresias demotion).
+func (g *greedy) rekey(j *Job) { g.rekeyed = append(g.rekeyed, j) }
+
+// changed notes a change the walk cannot see in its inputs (pending jobs re-keyed).
+func (g *greedy) changed() { g.still = false }
 
 // run walks the pending jobs in order (and, when preempting, the running jobs ranked by runKey)
 // and fills plan.
 func (g *greedy) run(s *State, runKey func(*Job) Key, plan *Plan) error {
+	// The engine is done with the previous plan: its starts and stops reuse the memory.
+	if plan.Start == nil && plan.Stop == nil {
+		plan.Start, plan.Stop = g.starts[:0], g.stops[:0]
+		defer func() { g.starts, g.stops = plan.Start, plan.Stop }()
+	}
 	g.p.reset(s)
+	g.p.scanOnly = g.exhaustive
 	g.s, g.plan = s, plan
-	nf := len(s.Families)
-	g.dead = resize(g.dead, nf)
-	g.left = resize(g.left, nf)
-	g.pos = resize(g.pos, len(s.Sizes))
-	copy(g.left, s.Families)
-	g.epoch = 1
-	g.victims, g.ahead = g.victims[:0], g.ahead[:0]
-	g.running, g.low, g.last, g.heaped, g.ranked = g.running[:0], g.low[:0], -1, false, false
+	g.victims, g.ahead, g.best = g.victims[:0], g.ahead[:0], -1
+	g.low = g.low[:0]
 	g.runKey = runKey
-	g.alive = g.families()
-	// Phase 1 (preemptive policies): every job that some running job ranks below may preempt,
-	// so walk the whole queue in order while that holds.
-	pi := 0
-	for (g.preempt || g.exhaustive) && pi < len(s.Pending) {
-		j := s.Pending[pi]
-		if len(g.ahead) > 0 && Compare(g.ahead[0].k, g.ahead[0].j, j.K, j) < 0 {
+	// A walk that changed nothing changes nothing later either while the jobs, their keys and
+	// the cluster stay as they were: only time passes, which can only set more running jobs
+	// aside as too close to their end, so no job fits that did not (see timeless).
+	still := g.still && g.timeless && !g.exhaustive && len(s.Finished) == 0 && len(s.Rerated) == 0 &&
+		len(g.rekeyed) == 0 && s.Pending.Len() == g.pending
+	if g.preempt {
+		g.sync(s, runKey)
+	}
+	if still {
+		return nil
+	}
+	if g.preempt {
+		g.rs.start(s.Now, runKey)
+	}
+	var err error
+	if g.exhaustive {
+		err = g.walkAll()
+	} else {
+		err = g.walk()
+	}
+	if err != nil {
+		return err
+	}
+	g.finish()
+	g.still, g.pending = len(g.plan.Start) == 0 && len(g.plan.Stop) == 0, s.Pending.Len()
+	return nil
+}
+
+// walkAll walks every pending job in order, and the victims at their rank, attempting each.
+func (g *greedy) walkAll() error {
+	for j := range g.s.Pending.All() {
+		for g.aheadOf(j) {
 			if err := g.walkVictim(); err != nil {
 				return err
 			}
-			continue
 		}
-		// A job that fits is placed whatever its rank; the running jobs are ranked only when
-		// one does not fit and might preempt.
-		if j.GPUs > g.free() || g.dead[j.Family] == g.epoch {
-			if g.preempt && !g.below(j.K, j) && !g.exhaustive {
-				break
-			}
-		}
-		pi++
-		g.pos[j.Size]++
 		if err := g.walkPending(j); err != nil {
 			return err
 		}
 	}
-	for g.exhaustive && len(g.ahead) > 0 {
+	for g.best >= 0 {
 		if err := g.walkVictim(); err != nil {
 			return err
 		}
 	}
-	// Phase 2: nothing ranks below any more; walk only jobs that fit in the free GPUs, merging
-	// the per-size lists (and the victims) in priority order.
-	for !g.exhaustive {
-		if g.alive <= 0 && len(g.ahead) == 0 {
-			break
+	return nil
+}
+
+// walk is walkAll with the shortcuts. While some running job ranks below the next job, every
+// job may preempt and is walked (phase 1); from then on nothing can be preempted any more (the
+// lowest running job only rises during a call, the walk only descends), so only jobs that fit in
+// the free GPUs are walked.
+func (g *greedy) walk() error {
+	if nf := len(g.s.ByFamily); len(g.dead) < nf {
+		g.dead = append(g.dead, make([]uint64, nf-len(g.dead))...)
+		g.cur = make([]Pos, nf)
+		g.head = make([]*Job, nf)
+	}
+	if g.heads.less == nil {
+		g.heads.less = func(a, b int32) bool {
+			x, y := g.head[a], g.head[b]
+			return Compare(x.K, x, y.K, y) < 0
 		}
-		free := g.free()
-		var best *Job
-		bi := -1
-		for i, size := range s.Sizes {
-			if size > free {
-				break
-			}
-			l := s.BySize[i]
-			for g.pos[i] < len(l) && g.dead[l[g.pos[i]].Family] == g.epoch {
-				g.skip(l[g.pos[i]])
-				g.pos[i]++
-			}
-			if g.pos[i] < len(l) {
-				if c := l[g.pos[i]]; best == nil || Compare(c.K, c, best.K, best) < 0 {
-					best, bi = c, i
-				}
-			}
-		}
-		if len(g.ahead) > 0 && (best == nil || Compare(g.ahead[0].k, g.ahead[0].j, best.K, best) < 0) {
+	}
+	g.walked, g.merging, g.skipped, g.scan = false, false, 0, Pos{}
+	g.revive()
+	g.phase1 = g.preempt
+	for {
+		j := g.next()
+		if g.aheadOf(j) {
 			if err := g.walkVictim(); err != nil {
 				return err
 			}
 			continue
 		}
-		if best == nil {
-			break
+		if j == nil {
+			return nil
 		}
-		g.pos[bi]++
-		if err := g.walkPending(best); err != nil {
+		// A job that fits is placed whatever its rank; the running jobs are ranked only when
+		// one does not fit and might preempt.
+		if g.phase1 && j.GPUs > g.free() && !g.below(j.K, j) {
+			g.phase1 = false
+			continue
+		}
+		g.pass(j)
+		if err := g.walkPending(j); err != nil {
 			return err
 		}
 	}
-	g.finish()
+}
+
+// scanSkips is how many jobs in a row the walk skips in State.Pending before it merges the
+// families instead (merge).
+const scanSkips = 32
+
+// revive starts a new epoch after a change of the cluster: no family has failed in it, and the
+// merge, if on, takes every family with jobs ahead again.
+func (g *greedy) revive() {
+	g.epoch++
+	g.failed = math.MaxInt
+	if !g.merging {
+		return
+	}
+	g.heads.items = g.heads.items[:0]
+	free := g.free()
+	for f, h := range g.head {
+		if h != nil && (g.phase1 || g.s.FamilyGPUs[f] <= free) {
+			g.heads.items = append(g.heads.items, int32(f))
+		}
+	}
+	g.heads.init()
+}
+
+// viable reports whether pending job j is worth walking: its family has not failed in this
+// epoch and, after phase 1, it fits in the free GPUs.
+func (g *greedy) viable(j *Job) bool {
+	return g.dead[j.Family] != g.epoch && j.GPUs < g.failed && (g.phase1 || j.GPUs <= g.free())
+}
+
+// next returns the next pending job worth walking. It scans State.Pending while that skips
+// little; then it merges the families' next jobs with a heap, where a family that is not worth
+// walking costs one step however many jobs it has.
+func (g *greedy) next() *Job {
+	if least := g.s.Sizes[0]; g.failed <= least || !g.phase1 && g.free() < least {
+		return nil // no pending job is worth walking
+	}
+	for !g.merging {
+		j := g.s.Pending.At(g.scan)
+		if j == nil || g.viable(j) || g.aheadOf(j) {
+			// A victim to walk first may change the cluster: j is skipped only after it.
+			return j
+		}
+		g.scan = g.s.Pending.Next(g.scan)
+		g.walked, g.wk, g.wj = true, j.K, j
+		if g.skipped++; g.skipped >= scanSkips {
+			g.merge()
+		}
+	}
+	for g.heads.len() > 0 {
+		f := g.heads.top()
+		h := g.head[f]
+		switch {
+		case g.walked && Compare(h.K, h, g.wk, g.wj) <= 0:
+			// The family lags behind the walk (it failed, or the merge just began).
+			q := &g.s.ByFamily[f]
+			g.cur[f] = q.After(g.wk, g.wj)
+			if g.head[f] = q.At(g.cur[f]); g.head[f] == nil {
+				g.heads.pop()
+			} else {
+				g.heads.down(0)
+			}
+		case !g.viable(h):
+			g.heads.pop()
+		default:
+			return h
+		}
+	}
 	return nil
+}
+
+// merge switches the walk from scanning State.Pending to merging the families.
+func (g *greedy) merge() {
+	g.merging = true
+	for f := range g.head {
+		g.cur[f] = Pos{}
+		g.head[f] = g.s.ByFamily[f].At(Pos{})
+	}
+	g.epoch-- // revive begins the same epoch again
+	g.revive()
+}
+
+// pass moves the walk past pending job j, the next one, which it takes.
+func (g *greedy) pass(j *Job) {
+	g.walked, g.wk, g.wj = true, j.K, j
+	if !g.merging {
+		g.scan = g.s.Pending.Next(g.scan)
+		g.skipped = 0
+		return
+	}
+	f := j.Family
+	q := &g.s.ByFamily[f]
+	g.cur[f] = q.Next(g.cur[f])
+	if g.head[f] = q.At(g.cur[f]); g.head[f] == nil {
+		g.heads.pop()
+	} else {
+		g.heads.down(0)
+	}
 }
 
 func resize[T any](s []T, n int) []T {
@@ -213,43 +398,67 @@ func resize[T any](s []T, n int) []T {
 	return s
 }
 
-// skip accounts for a pending job passed over without an attempt.
-func (g *greedy) skip(j *Job) { g.left[j.Family]-- }
-
-// walkPending tries one pending job.
+// walkPending tries one pending job; a failure that changed nothing rules its family out until
+// the cluster changes.
 func (g *greedy) walkPending(j *Job) error {
-	f := j.Family
-	g.left[f]--
-	if g.dead[f] == g.epoch && !g.exhaustive {
-		return nil
-	}
-	if g.left[f] == 0 && g.s.FamilyGPUs[f] <= g.free() {
-		g.alive--
-	}
-	ok, changed, err := g.attempt(j, j.K, nil)
+	ok, changed, err := g.attempt(j, j.K, -1)
 	if err != nil {
 		return err
 	}
-	if !ok && !changed {
-		g.dead[f] = g.epoch
-		if g.left[f] > 0 && g.s.FamilyGPUs[f] <= g.free() {
-			g.alive--
+	if !ok && !changed && !g.exhaustive {
+		g.dead[j.Family] = g.epoch
+		if g.bySize {
+			g.failed = min(g.failed, j.GPUs)
 		}
 	}
 	return nil
 }
 
+// aheadOf reports whether the next victim to walk again ranks before pending job j (nil: after
+// every pending job).
+func (g *greedy) aheadOf(j *Job) bool {
+	if g.best < 0 {
+		return false
+	}
+	v := &g.victims[g.ahead[g.best].hi-1]
+	return j == nil || Compare(v.k, v.j, j.K, j) < 0
+}
+
+// vrun is a run of victims, g.victims[lo:hi], by rank descending.
+type vrun struct{ lo, hi int }
+
+// pick finds the run whose next victim ranks first.
+func (g *greedy) pick() {
+	g.best = -1
+	for i, r := range g.ahead {
+		if r.hi == r.lo {
+			continue
+		}
+		if g.best >= 0 {
+			x, y := &g.victims[r.hi-1], &g.victims[g.ahead[g.best].hi-1]
+			if Compare(x.k, x.j, y.k, y.j) > 0 {
+				continue
+			}
+		}
+		g.best = i
+	}
+}
+
 // walkVictim tries to place back the next victim of this call.
 func (g *greedy) walkVictim() error {
-	v := g.ahead[0]
-	g.ahead = g.ahead[1:]
-	_, _, err := g.attempt(v.j, v.k, v)
+	r := &g.ahead[g.best]
+	r.hi--
+	vi := r.hi
+	g.pick()
+	v := g.victims[vi]
+	g.walked, g.wk, g.wj = true, v.k, v.j
+	_, _, err := g.attempt(v.j, v.k, int(vi))
 	return err
 }
 
 // attempt places j if it fits, else preempts lower-ranked running jobs for it when allowed.
 // changed reports a change of the cluster (a new epoch begins).
-func (g *greedy) attempt(j *Job, jk Key, v *victim) (ok, changed bool, err error) {
+func (g *greedy) attempt(j *Job, jk Key, v int) (ok, changed bool, err error) {
 	cl := g.s.Cluster
 	if j.GPUs <= g.free() {
 		if ok, err = g.try(j, v); err != nil {
@@ -260,19 +469,14 @@ func (g *greedy) attempt(j *Job, jk Key, v *victim) (ok, changed bool, err error
 		// Preempt from the lowest priority upward, retrying after each victim. Jobs too close
 		// to their end, and jobs that a placement of this pass shares GPUs with (its share check
 		// assumed they keep running), are set aside: they stay running and rank lowest.
-		if !g.heaped {
-			g.heaped = true
-			g.heap = binHeap[ranked]{items: g.running, less: func(x, y ranked) bool { return Compare(x.k, x.j, y.k, y.j) > 0 }}
-			g.heap.init()
-		}
 		mark := cl.Mark()
 		taken := g.taken[:0]
-		for !ok && g.heap.len() > 0 {
-			r := g.heap.top()
-			if Compare(r.k, r.j, jk, j) <= 0 {
+		for !ok {
+			r, any := g.rs.lowest(g.s.Now, g.runKey)
+			if !any || Compare(r.k, r.j, jk, j) <= 0 {
 				break
 			}
-			g.heap.pop()
+			g.rs.take()
 			if r.j.RemIters(g.s.Now) <= minVictimIters || g.hostsPlanned(r.j) {
 				g.low = append(g.low, r)
 				continue
@@ -290,38 +494,33 @@ func (g *greedy) attempt(j *Job, jk Key, v *victim) (ok, changed bool, err error
 		if !ok && g.tentative {
 			cl.Rollback(mark)
 			for _, r := range taken {
-				g.heap.push(r)
+				g.rs.putBack(r)
 			}
 			taken = taken[:0]
 		} else {
 			cl.Commit(mark)
 		}
 		g.taken = taken
+		lo := len(g.victims)
 		for _, r := range taken {
-			nv := &victim{ranked: r}
-			g.victims = append(g.victims, nv)
-			g.plan.Stop = append(g.plan.Stop, nv.j.ID)
-			at, _ := slices.BinarySearchFunc(g.ahead, nv, func(a, b *victim) int { return Compare(a.k, a.j, b.k, b.j) })
-			g.ahead = slices.Insert(g.ahead, at, nv)
+			g.victims = append(g.victims, victim{ranked: r})
+			g.plan.Stop = append(g.plan.Stop, r.j.ID)
+		}
+		if len(taken) > 0 {
+			g.ahead = append(g.ahead, vrun{lo, len(g.victims)})
+			g.pick()
 		}
 		changed = len(taken) > 0
 	}
-	if ok || changed {
-		g.epoch++
-		g.alive = g.families()
+	if (changed || ok && g.preempt && !g.exclusive) && !g.exhaustive {
+		// Preemption freed GPUs: families that failed may fit now. A placement alone never
+		// makes a family fit: it only takes GPUs, memory and share partners away. But when
+		// sharing and preempting, it makes its partners ineligible as victims, and a failed
+		// attempt sets those it meets aside for the rest of the call (hostsPlanned), which
+		// later attempts see (below), so every family is walked again.
+		g.revive()
 	}
 	return ok, changed, nil
-}
-
-// families counts the families with pending jobs not yet walked that fit in the free GPUs.
-func (g *greedy) families() int {
-	n, free := 0, g.free()
-	for f, c := range g.left {
-		if c > 0 && g.s.FamilyGPUs[f] <= free {
-			n++
-		}
-	}
-	return n
 }
 
 // hostsPlanned reports whether a job placed earlier in this call shares a GPU with running job r.
@@ -331,7 +530,7 @@ func (g *greedy) hostsPlanned(r *Job) bool {
 	}
 	for _, gpu := range r.On {
 		for _, id := range g.s.Cluster.Jobs(gpu) {
-			if _, ok := g.p.planned[id]; ok && id != r.ID {
+			if id != r.ID && g.p.isPlanned(id) {
 				return true
 			}
 		}
@@ -339,22 +538,28 @@ func (g *greedy) hostsPlanned(r *Job) bool {
 	return false
 }
 
-// finish drops cancelled preemptions from the plan.
+// finish notes the victims that stop (they leave rs at the next sync) and drops cancelled
+// preemptions from the plan.
 func (g *greedy) finish() {
-	if !slices.ContainsFunc(g.victims, func(v *victim) bool { return v.cancelled }) {
-		return
-	}
-	cancelled := map[trace.JobID]bool{}
 	for _, v := range g.victims {
-		cancelled[v.j.ID] = v.cancelled
+		if !v.cancelled {
+			g.stopped = append(g.stopped, v.j)
+		}
 	}
-	g.plan.Stop = slices.DeleteFunc(g.plan.Stop, func(id trace.JobID) bool { return cancelled[id] })
+	// The victims are the plan's stops, in order.
+	stop := g.plan.Stop[:len(g.plan.Stop)-len(g.victims)]
+	for _, v := range g.victims {
+		if !v.cancelled {
+			stop = append(stop, v.j.ID)
+		}
+	}
+	g.plan.Stop = stop
 }
 
 // try places j if it fits now, recording the placement in plan. A preempted job placed again on
 // exactly its old GPUs and sub-batch is not preempted at all (the authors' jobs_execute cancels
 // the preemption).
-func (g *greedy) try(j *Job, v *victim) (bool, error) {
+func (g *greedy) try(j *Job, v int) (bool, error) {
 	s, plan := g.s, g.plan
 	pl, ok, err := g.place(&g.p, j)
 	if err != nil {
@@ -364,15 +569,22 @@ func (g *greedy) try(j *Job, v *victim) (bool, error) {
 		return false, nil
 	}
 	o := j.Options[pl.Opt]
-	if err := s.Cluster.Place(j.ID, pl.GPUs, o.Mem); err != nil {
+	if err := s.Cluster.PlaceTagged(j.ID, pl.GPUs, o.Mem, o.Tag); err != nil {
 		return false, fmt.Errorf("policy %s: job %d: %w", g.name, j.ID, err)
 	}
 	pl.Job = j.ID
-	g.p.planned[j.ID] = partner{j, pl.Opt, j.RemIters(s.Now) * o.Excl.Seconds()}
-	if v != nil && pl.Opt == j.Opt && sameSet(pl.GPUs, j.On) {
+	back := v >= 0 && pl.Opt == j.Opt && sameSet(pl.GPUs, j.On)
+	if !g.exclusive {
+		// Share checks of later placements see the job as a partner (exclusive ones never do).
+		if back {
+			g.p.plan(j, partner{j, j.Opt, j.RemTime(s.Now).Seconds()})
+		} else {
+			g.p.plan(j, partner{j, pl.Opt, j.RemIters(s.Now) * o.Excl.Seconds()})
+		}
+	}
+	if back {
 		// Back where it was: the job keeps running as before.
-		v.cancelled = true
-		g.p.planned[j.ID] = partner{j, j.Opt, j.RemTime(s.Now).Seconds()}
+		g.victims[v].cancelled = true
 		return true, nil
 	}
 	plan.Start = append(plan.Start, pl)

@@ -3,6 +3,7 @@ package policy
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -20,17 +21,29 @@ type partner struct {
 // placer holds per-call scratch space and the lookup of jobs already on GPUs.
 type placer struct {
 	s *State
-	// planned holds jobs placed earlier in this call (not yet running).
-	planned map[trace.JobID]partner
-	hp, lp  []int
-	tmp     []int
-	checked []checked
-	seen    map[trace.JobID]int // job → index in checked
+	// Per-job scratch by Job.Idx, valid where the stamp is the call's (call) or the attempt's
+	// (try), made on first need (sharing placements only): jobs placed earlier in this call (not
+	// yet running; their view as partners is planned[plannedIn[i]]), the remaining times of
+	// running jobs, and the index in checked of jobs share-checked.
+	call, try uint32
+	plannedAt []uint32
+	plannedIn []int32
+	planned   []partner
+	etcAt     []uint32
+	etc       []float64
+	seenAt    []uint32
+	seen      []int32
+	hp, lp    []int
+	tmp       []int
+	checked   []checked
 	// arena holds the GPU lists of this call's placements: the engine copies them before the
 	// next call, so the memory is reused instead of allocated per placement.
 	arena  []int
 	order  []int
 	gpusOf [][]int // usable GPUs of each checked job
+	// scanOnly turns tooFew off (the exhaustive walk, which tests check it against).
+	scanOnly bool
+	lpci     []int32 // by index in lp: the index in checked of its resident (bestBenefit2)
 }
 
 // taken reports whether GPU g is already in p.tmp. With two jobs per GPU a GPU hosts one
@@ -45,6 +58,7 @@ func (p *placer) taken(g int) bool {
 type checked struct {
 	id   trace.JobID
 	ok   bool
+	gpu  int // the first candidate GPU it is on
 	tCon float64
 	tSeq float64
 }
@@ -52,22 +66,55 @@ type checked struct {
 func (p *placer) reset(s *State) {
 	p.s = s
 	p.arena = p.arena[:0]
-	clear(p.planned)
-	if p.planned == nil {
-		p.planned = map[trace.JobID]partner{}
+	p.planned = p.planned[:0]
+	if p.call++; p.call == 0 { // wrapped: forget every stamp
+		clear(p.plannedAt)
+		clear(p.etcAt)
+		p.call = 1
 	}
+}
+
+// scratch makes the per-job scratch space.
+func (p *placer) scratch() {
+	if n := len(p.s.Jobs); len(p.plannedAt) < n {
+		p.plannedAt, p.plannedIn = make([]uint32, n), make([]int32, n)
+		p.etcAt, p.etc = make([]uint32, n), make([]float64, n)
+		p.seenAt, p.seen = make([]uint32, n), make([]int32, n)
+	}
+}
+
+// plan records j, placed in this call, as the partner share checks see.
+func (p *placer) plan(j *Job, as partner) {
+	p.scratch()
+	if p.plannedAt[j.Idx] == p.call {
+		p.planned[p.plannedIn[j.Idx]] = as
+		return
+	}
+	p.plannedAt[j.Idx], p.plannedIn[j.Idx] = p.call, int32(len(p.planned))
+	p.planned = append(p.planned, as)
+}
+
+// isPlanned reports whether job id was placed earlier in this call.
+func (p *placer) isPlanned(id trace.JobID) bool {
+	p.scratch()
+	j := p.s.Lookup(id)
+	return j != nil && p.plannedAt[j.Idx] == p.call
 }
 
 // resident returns the view of a job on a GPU: a running job, or one placed earlier this call.
 func (p *placer) resident(id trace.JobID) (partner, error) {
-	if q, ok := p.planned[id]; ok {
-		return q, nil
+	p.scratch()
+	j := p.s.Lookup(id)
+	if j != nil && p.plannedAt[j.Idx] == p.call {
+		return p.planned[p.plannedIn[j.Idx]], nil
 	}
-	j := p.s.byID(id)
 	if j == nil || !j.Running {
 		return partner{}, fmt.Errorf("GPU holds job %d, which is neither running nor planned", id)
 	}
-	return partner{j, j.Opt, j.RemTime(p.s.Now).Seconds()}, nil
+	if p.etcAt[j.Idx] != p.call {
+		p.etcAt[j.Idx], p.etc[j.Idx] = p.call, j.RemTime(p.s.Now).Seconds()
+	}
+	return partner{j, j.Opt, p.etc[j.Idx]}, nil
 }
 
 // split fills p.hp (idle GPUs) and p.lp (GPUs holding jobs, with room for one more) with the
@@ -129,6 +176,48 @@ func (p *placer) shareable(j *Job, opt int, g int) (bool, error) {
 	return true, nil
 }
 
+// tooFew reports, for a cluster with at most two jobs per GPU, whether fewer than j.GPUs GPUs
+// could take j at option opt: idle ones, and ones with room whose resident the profile pairs with
+// it, counted by the residents' tags (Cluster.Sole) without visiting the GPUs. Near saturation
+// most placement attempts fail, and this is how. When it says so it makes the profile lookups a
+// scan would have made (both ways when both is set), so that the run's missing and clamped pairs
+// stay the same. ok is false when it cannot tell (more jobs per GPU, or an untagged resident).
+func (p *placer) tooFew(j *Job, opt int, both bool) (few, ok bool) {
+	cl := p.s.Cluster
+	sole := cl.Sole()
+	if p.scanOnly || cl.Shape().MaxShare != 2 || sole[0] > 0 {
+		return false, false
+	}
+	env, o := p.s.Env, j.Options[opt]
+	room, usable := cl.Idle(), cl.Idle()
+	free := cl.Shape().GPUMemBytes - o.Mem // a resident may use at most this much
+	for t, n := range sole {
+		if n == 0 || env.Tags[t].Mem > free {
+			continue
+		}
+		r := env.Tags[t]
+		room += int(n)
+		if !math.IsNaN(env.RawXi(j.GC, o.Cfg, r.Cfg)) && !math.IsNaN(env.RawXi(r.GC, r.Cfg, o.Cfg)) {
+			usable += int(n)
+		}
+	}
+	if room < j.GPUs {
+		return true, true // the scan stops before any lookup
+	}
+	if usable >= j.GPUs {
+		return false, true
+	}
+	for t, n := range sole {
+		if r := env.Tags[t]; n > 0 && r.Mem <= free {
+			env.pair(j.GC, o.Cfg, r.GC, r.Cfg)
+			if both {
+				env.pair(r.GC, r.Cfg, j.GC, o.Cfg)
+			}
+		}
+	}
+	return true, true
+}
+
 // firstFit is the authors' merge placement (SPEC.md §5.5): idle GPUs first, then GPUs holding
 // jobs in candidate order, with no benefit check. Pairs missing from the profile are skipped.
 func (p *placer) firstFit(j *Job, opt int) (gpus []int, partners []trace.JobID, err error) {
@@ -138,6 +227,9 @@ func (p *placer) firstFit(j *Job, opt int) (gpus []int, partners []trace.JobID, 
 	}
 	if gpus, ok := p.exclusive(j, opt); ok {
 		return gpus, nil, nil
+	}
+	if few, _ := p.tooFew(j, opt, false); few {
+		return nil, nil, nil
 	}
 	p.split(j.Options[opt].Mem, need, false)
 	if len(p.hp)+len(p.lp) < need {
@@ -173,6 +265,10 @@ func (p *placer) bestBenefit(j *Job, opt int) (gpus []int, partners []trace.JobI
 	if gpus, ok := p.exclusive(j, opt); ok {
 		return gpus, nil, 0, "idle GPUs", nil
 	}
+	// Without enough GPUs whose resident the profile pairs with j, no share check can help.
+	if few, _ := p.tooFew(j, opt, true); few {
+		return nil, nil, 0, "", nil
+	}
 	p.split(o.Mem, need, false)
 	if len(p.hp)+len(p.lp) < need {
 		return nil, nil, 0, "", nil
@@ -182,35 +278,50 @@ func (p *placer) bestBenefit(j *Job, opt int) (gpus []int, partners []trace.JobI
 	rem := j.RemIters(p.s.Now)
 	etcA := rem * o.Excl.Seconds()
 	etcWait := rem * j.Options[j.Fast].Excl.Seconds()
+	if p.s.Cluster.Shape().MaxShare <= 2 {
+		return p.bestBenefit2(j, opt, etcA, etcWait)
+	}
 	// Share-check every distinct job on the candidate GPUs once, in order of first appearance.
 	p.checked = p.checked[:0]
-	if p.seen == nil {
-		p.seen = map[trace.JobID]int{}
+	p.scratch()
+	if p.try++; p.try == 0 {
+		clear(p.seenAt)
+		p.try = 1
 	}
-	clear(p.seen)
+	usable := 0 // candidate GPUs whose jobs all pass
 	for _, g := range p.lp {
+		all := true
 		for _, id := range p.s.Cluster.Jobs(g) {
-			if _, dup := p.seen[id]; dup {
-				continue
-			}
 			r, err := p.resident(id)
 			if err != nil {
 				return nil, nil, 0, "", err
 			}
-			c := checked{id: id}
+			if i := r.job.Idx; p.seenAt[i] == p.try {
+				all = all && p.checked[p.seen[i]].ok
+				continue
+			}
+			c := checked{id: id, gpu: g}
 			xiA, okA := p.s.Env.Xi(j, opt, r.job, r.opt)
 			xiB, okB := p.s.Env.Xi(r.job, r.opt, j, opt)
 			if okA && okB {
 				c.ok, c.tCon, c.tSeq = shareAt(etcA, etcWait, r.etc, xiA, xiB)
 			}
-			p.seen[id] = len(p.checked)
+			all = all && c.ok
+			p.seenAt[r.job.Idx], p.seen[r.job.Idx] = p.try, int32(len(p.checked))
 			p.checked = append(p.checked, c)
 		}
+		if all {
+			usable++
+		}
 	}
+	if len(p.hp)+usable < need {
+		return nil, nil, 0, "", nil
+	}
+	idx := func(id trace.JobID) int32 { return p.seen[p.s.Lookup(id).Idx] }
 	// A GPU can be used only if every job on it passed.
 	okFor := func(g int) bool {
 		for _, id := range p.s.Cluster.Jobs(g) {
-			if !p.checked[p.seen[id]].ok {
+			if !p.checked[idx(id)].ok {
 				return false
 			}
 		}
@@ -234,7 +345,7 @@ func (p *placer) bestBenefit(j *Job, opt int) (gpus []int, partners []trace.JobI
 	for _, g := range p.lp {
 		if okFor(g) {
 			for _, id := range p.s.Cluster.Jobs(g) {
-				i := p.seen[id]
+				i := idx(id)
 				p.gpusOf[i] = append(p.gpusOf[i], g)
 			}
 		}
@@ -270,6 +381,113 @@ func (p *placer) bestBenefit(j *Job, opt int) (gpus []int, partners []trace.JobI
 	}
 	gpus = p.keep(p.hp, p.tmp)
 	return gpus, partners, score, strings.TrimSuffix(why, "; "), nil
+}
+
+// bestBenefit2 is bestBenefit past split when a GPU holds at most two jobs, so that each
+// candidate GPU has one resident.
+func (p *placer) bestBenefit2(j *Job, opt int, etcA, etcWait float64) (gpus []int, partners []trace.JobID, score float64, why string, err error) {
+	cl, env, cfg := p.s.Cluster, p.s.Env, j.Options[opt].Cfg
+	need := j.GPUs
+	p.checked = p.checked[:0]
+	p.lpci = p.lpci[:0]
+	p.scratch()
+	if p.try++; p.try == 0 {
+		clear(p.seenAt)
+		p.try = 1
+	}
+	usable := 0 // candidate GPUs whose resident passes
+	for _, g := range p.lp {
+		id := cl.Jobs(g)[0]
+		r, err := p.resident(id)
+		if err != nil {
+			return nil, nil, 0, "", err
+		}
+		multi := r.job.GPUs > 1
+		if i := r.job.Idx; multi && p.seenAt[i] == p.try {
+			ci := p.seen[i]
+			p.lpci = append(p.lpci, ci)
+			if p.checked[ci].ok {
+				usable++
+			}
+			continue
+		}
+		c := checked{id: id, gpu: g}
+		rc := r.job.Options[r.opt].Cfg
+		xiA, okA := env.pair(j.GC, cfg, r.job.GC, rc)
+		xiB, okB := env.pair(r.job.GC, rc, j.GC, cfg)
+		if okA && okB {
+			c.ok, c.tCon, c.tSeq = shareAt(etcA, etcWait, r.etc, xiA, xiB)
+		}
+		ci := int32(len(p.checked))
+		if multi {
+			p.seenAt[r.job.Idx], p.seen[r.job.Idx] = p.try, ci
+		}
+		p.lpci = append(p.lpci, ci)
+		p.checked = append(p.checked, c)
+		if c.ok {
+			usable++
+		}
+	}
+	if len(p.hp)+usable < need {
+		return nil, nil, 0, "", nil
+	}
+	if need-len(p.hp) == 1 {
+		// One partner GPU to find: the passing partner of least t_con (the first one met among
+		// equals), on the first candidate GPU it is on.
+		best := -1
+		for i, c := range p.checked {
+			if c.ok && (best < 0 || c.tCon < p.checked[best].tCon) {
+				best = i
+			}
+		}
+		c := p.checked[best]
+		if env.Explain {
+			why = fmt.Sprintf("share with %d: t_con=%.3fs < t_seq=%.3fs", c.id, c.tCon, c.tSeq)
+		}
+		p.tmp = append(p.tmp[:0], c.gpu)
+		return p.keep(p.hp, p.tmp), []trace.JobID{c.id}, max(0, c.tCon), why, nil
+	}
+	// Passing partners by t_con; stable, so equal t_con keep their order of first appearance;
+	// each gives its candidate GPUs in scan order until the job has its GPUs.
+	p.order = p.order[:0]
+	for i, c := range p.checked {
+		if c.ok {
+			p.order = append(p.order, i)
+		}
+	}
+	slices.SortStableFunc(p.order, func(a, b int) int { return cmp.Compare(p.checked[a].tCon, p.checked[b].tCon) })
+	for len(p.gpusOf) < len(p.checked) {
+		p.gpusOf = append(p.gpusOf, nil)
+	}
+	for i := range p.checked {
+		p.gpusOf[i] = p.gpusOf[i][:0]
+	}
+	for k, g := range p.lp {
+		if ci := p.lpci[k]; p.checked[ci].ok {
+			p.gpusOf[ci] = append(p.gpusOf[ci], g)
+		}
+	}
+	p.tmp = p.tmp[:0]
+	left := need - len(p.hp)
+	for _, i := range p.order {
+		if left <= 0 {
+			break
+		}
+		c := p.checked[i]
+		for _, g := range p.gpusOf[i] {
+			if left == 0 {
+				break
+			}
+			p.tmp = append(p.tmp, g)
+			left--
+		}
+		partners = append(partners, c.id)
+		score = max(score, c.tCon)
+		if env.Explain {
+			why += fmt.Sprintf("share with %d: t_con=%.3fs < t_seq=%.3fs; ", c.id, c.tCon, c.tSeq)
+		}
+	}
+	return p.keep(p.hp, p.tmp), partners, score, strings.TrimSuffix(why, "; "), nil
 }
 
 // consolidated tries to fit the whole job inside one node, best-fit node first (SPEC.md §5.6):
@@ -387,29 +605,26 @@ func (p *placer) yarn(j *Job) []int {
 		return gpus
 	}
 	if need <= per {
-		for n := range sh.Nodes {
-			if cl.NodeIdle(n) >= need {
-				return p.keep(take(n, need, p.tmp[:0]))
-			}
+		if n := cl.NextIdleNode(need, 0); n >= 0 {
+			return p.keep(take(n, need, p.tmp[:0]))
 		}
 		return nil
 	}
 	whole, rest := need/per, need%per
 	gpus := p.tmp[:0]
-	used := make([]bool, sh.Nodes)
-	for n := 0; n < sh.Nodes && whole > 0; n++ {
-		if cl.NodeIdle(n) == per {
-			gpus = take(n, per, gpus)
-			used[n] = true
-			whole--
-		}
+	last := -1 // the last whole node taken
+	for n := cl.NextIdleNode(per, 0); n >= 0 && whole > 0; n = cl.NextIdleNode(per, n+1) {
+		gpus = take(n, per, gpus)
+		last = n
+		whole--
 	}
+	p.tmp = gpus // keep the room for next time
 	if whole > 0 {
 		return nil
 	}
 	if rest > 0 {
-		for n := range sh.Nodes {
-			if !used[n] && cl.NodeIdle(n) >= rest {
+		for n := cl.NextIdleNode(rest, 0); n >= 0; n = cl.NextIdleNode(rest, n+1) {
+			if n > last || cl.NodeIdle(n) < per {
 				return p.keep(take(n, rest, gpus))
 			}
 		}

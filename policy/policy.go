@@ -28,7 +28,17 @@ type Key struct {
 
 // Compare orders keys, then submit times, then IDs: the order of State.Pending.
 func Compare(ka Key, a *Job, kb Key, b *Job) int {
-	return cmp.Or(cmp.Compare(ka.A, kb.A), cmp.Compare(ka.B, kb.B), cmp.Compare(a.Submit, b.Submit), cmp.Compare(a.ID, b.ID))
+	// Early returns: the walks compare a lot, and most keys differ in A.
+	if c := cmp.Compare(ka.A, kb.A); c != 0 {
+		return c
+	}
+	if ka.B != kb.B {
+		return cmp.Compare(ka.B, kb.B)
+	}
+	if a.Submit != b.Submit {
+		return cmp.Compare(a.Submit, b.Submit)
+	}
+	return cmp.Compare(a.ID, b.ID)
 }
 
 // Keyer is implemented by policies that order pending jobs by a key fixed while a job waits.
@@ -53,16 +63,16 @@ type Moder interface {
 // State is what a policy sees at a scheduling instant. Policies must not modify jobs; they may
 // place and release jobs on Cluster tentatively.
 type State struct {
-	Now     time.Duration
-	Pending []*Job // in Keyer order when the policy is a Keyer, else by (Submit, ID)
+	Now time.Duration
+	// Pending holds the pending jobs in Keyer order when the policy is a Keyer, else by
+	// (Submit, ID).
+	Pending *Queue
 	Running []*Job // by ID
-	// Sizes lists the distinct GPU counts of the trace, ascending; BySize[i] holds the pending
-	// jobs asking for Sizes[i] GPUs, in the same order as Pending.
-	Sizes  []int
-	BySize [][]*Job
-	// Families counts the pending jobs of each family (see Job.Family); FamilyGPUs gives the
-	// GPU count of each family.
-	Families   []int32
+	// Sizes lists the distinct GPU counts of the trace, ascending (Job.Size indexes it).
+	Sizes []int
+	// ByFamily[f] holds the pending jobs of family f (see Job.Family) in the order of Pending;
+	// FamilyGPUs gives the GPU count of each family.
+	ByFamily   []Queue
 	FamilyGPUs []int
 	Cluster    *cluster.Cluster
 	Env        *Env
@@ -74,11 +84,16 @@ type State struct {
 	Lookup func(trace.JobID) *Job
 	// Finished lists the jobs that finished since the previous call, so policies can drop state.
 	Finished []trace.JobID
+	// Rerated lists, once each, the jobs whose progress or rate the engine set since the previous
+	// call (they started, a partner came or went, or the lineage effect), so policies can keep
+	// derived orders of running jobs; a listed job may have stopped since.
+	Rerated []*Job
 }
 
 func (s *State) byID(id trace.JobID) *Job { return s.ByID[id] }
 
-// Plan is a policy's decision. The engine applies Stop first (preemption), then Start.
+// Plan is a policy's decision. The engine applies Stop first (preemption), then Start. It is done
+// with a plan when it calls the policy again, so policies may reuse a plan's memory.
 type Plan struct {
 	Stop  []trace.JobID
 	Start []Placement
@@ -119,6 +134,16 @@ type Option struct {
 	Excl     time.Duration
 	Mem      int64
 	Cfg      int // configuration index in Env; shared by all jobs of the same model/batch/sub-batch
+	// Tag indexes Env.Tags: the option's configuration, GPU-count class and memory, which
+	// placements pass to the cluster (Cluster.PlaceTagged).
+	Tag int32
+}
+
+// Tag is what a GPU's resident means to a job that would share the GPU: its configuration and
+// GPU-count class (its slowdowns) and its memory (the room it leaves).
+type Tag struct {
+	Cfg, GC int
+	Mem     int64
 }
 
 // Job is a trace job with its simulation state. Fields below Options are owned by the engine.
@@ -219,6 +244,8 @@ type Env struct {
 	Mode     profile.Mode
 	// Explain asks policies to fill Placement.Reason (set when a decision log is written).
 	Explain bool
+	// Tags lists the options' tags by Option.Tag (tag 0 stands for none).
+	Tags []Tag
 	// NCfg is the number of configurations; CfgName names them for messages.
 	NCfg    int
 	CfgName []string
@@ -250,9 +277,13 @@ func (e *Env) SetXi(gc, a, b int, xi float64) { e.xi[gc][a*e.NCfg+b] = xi }
 // ok is false, and the pair is recorded as missing, when the profile lacks either direction:
 // such a pair is not shareable.
 func (e *Env) Xi(a *Job, oa int, b *Job, ob int) (float64, bool) {
-	ca, cb := a.Options[oa].Cfg, b.Options[ob].Cfg
-	x := e.xi[a.GC][ca*e.NCfg+cb]
-	y := e.xi[b.GC][cb*e.NCfg+ca]
+	return e.pair(a.GC, a.Options[oa].Cfg, b.GC, b.Options[ob].Cfg)
+}
+
+// pair is Xi by GPU-count classes and configurations.
+func (e *Env) pair(gca, ca, gcb, cb int) (float64, bool) {
+	x := e.xi[gca][ca*e.NCfg+cb]
+	y := e.xi[gcb][cb*e.NCfg+ca]
 	if math.IsNaN(x) || math.IsNaN(y) {
 		if math.IsNaN(x) {
 			e.missing[[2]int{ca, cb}] = struct{}{}

@@ -194,6 +194,9 @@ func (t *Tiresias) state(idx int32) *lasJob {
 // queues and returns the jobs to preempt and to start.
 func (t *Tiresias) Schedule(s *State) (Plan, error) {
 	var plan Plan
+	if len(t.st) < len(s.Jobs) {
+		t.st = slices.Grow(t.st, len(s.Jobs)-len(t.st))
+	}
 	for len(t.qs[0].wait) < len(s.Sizes) {
 		for q := range t.qs {
 			t.qs[q].wait = append(t.qs[q].wait, deque{})
@@ -216,8 +219,11 @@ func (t *Tiresias) Schedule(s *State) (Plan, error) {
 	// Arrivals join the first queue in arrival order: they are the pending jobs not seen yet,
 	// which sort last among the pending (by submission, then ID).
 	t.arrived = t.arrived[:0]
-	for k := len(s.Pending) - 1; k >= 0 && s.Pending[k].Idx >= t.nxt; k-- {
-		t.arrived = append(t.arrived, s.Pending[k].Idx)
+	for j := range s.Pending.Backward() {
+		if j.Idx < t.nxt {
+			break
+		}
+		t.arrived = append(t.arrived, j.Idx)
 	}
 	slices.Reverse(t.arrived)
 	for _, i := range t.arrived {

@@ -75,7 +75,7 @@ func newTiresiasEntry(a TiresiasEntryArgs) (*TiresiasEntry, error) {
 	if a.StarveFactor < 0 || math.IsNaN(a.StarveFactor) || math.IsInf(a.StarveFactor, 0) {
 		return nil, fmt.Errorf("starve_factor: must be a finite number ≥ 0")
 	}
-	t.g = greedy{name: KeyTiresiasEntry, place: yarnPlace, exclusive: true, preempt: a.Preempt, tentative: a.Victims == VictimsTentative, exhaustive: a.Exhaustive}
+	t.g = greedy{name: KeyTiresiasEntry, place: yarnPlace, exclusive: true, bySize: true, timeless: true, preempt: a.Preempt, tentative: a.Victims == VictimsTentative, exhaustive: a.Exhaustive}
 	return t, nil
 }
 
@@ -124,8 +124,8 @@ func (t *TiresiasEntry) Schedule(s *State) (Plan, error) {
 	var plan Plan
 	for t.due.len() > 0 && t.due.top().at <= s.Now {
 		d := t.due.pop()
-		j := s.Lookup(d.job)
-		if j == nil || j.Done || j.Preempts != d.runs {
+		j := d.j
+		if j.Done || j.Preempts != d.runs {
 			continue // stale: the job finished, or ran or stopped again since
 		}
 		st := t.state(j)
@@ -133,21 +133,36 @@ func (t *TiresiasEntry) Schedule(s *State) (Plan, error) {
 		case d.demote && j.Running:
 			if q := t.queueOf(t.service(j, st, s.Now)); q > st.queue {
 				st.queue, st.entered = q, s.Now
-				plan.Notes = append(plan.Notes, Note{Job: j.ID, Event: "demote", Reason: fmt.Sprintf("queue %d: attained service reached %s", q, fmtDur(t.limits[q-1]))})
+				t.g.rekey(j)
+				n := Note{Job: j.ID, Event: "demote"}
+				if s.Env.Explain {
+					n.Reason = fmt.Sprintf("queue %d: attained service reached %s", q, fmtDur(t.limits[q-1]))
+				}
+				plan.Notes = append(plan.Notes, n)
 			}
 			t.pushDemotion(j, st, s.Now)
 		case !d.demote && !j.Running && st.queue > 0:
 			st.queue, st.entered, st.base = 0, s.Now, j.Executed(s.Now)
-			plan.Notes = append(plan.Notes, Note{Job: j.ID, Event: "promote", Reason: fmt.Sprintf("waited %s ≥ %g × attained service", fmtDur(s.Now-j.Since), t.starve)})
+			n := Note{Job: j.ID, Event: "promote"}
+			if s.Env.Explain {
+				n.Reason = fmt.Sprintf("waited %s ≥ %g × attained service", fmtDur(s.Now-j.Since), t.starve)
+			}
+			plan.Notes = append(plan.Notes, n)
 			plan.Rekey = append(plan.Rekey, j.ID)
 		}
 	}
+	runKey := func(j *Job) Key { return t.Key(j) }
+	if len(plan.Rekey) > 0 {
+		t.g.changed()
+	}
 	if len(plan.Rekey) > 0 && !t.authors {
 		// Let the engine re-sort the promoted jobs first; it calls again at once.
+		if t.g.preempt {
+			t.g.sync(s, runKey)
+		}
 		plan.Wake = s.Now
 		return plan, nil
 	}
-	runKey := func(j *Job) Key { return t.Key(j) }
 	if err := t.g.run(s, runKey, &plan); err != nil {
 		return plan, err
 	}
@@ -162,7 +177,7 @@ func (t *TiresiasEntry) Schedule(s *State) (Plan, error) {
 			if st.queue > 0 {
 				// The job waits from now; its attained service is frozen while it waits.
 				wait := simtime.FromNanos(math.Ceil(float64(j.Executed(s.Now)-st.base) * t.starve))
-				t.due.push(deadline{at: simtime.Add(s.Now, max(wait, 1)), job: id, runs: j.Preempts + 1})
+				t.due.push(deadline{at: simtime.Add(s.Now, max(wait, 1)), job: id, j: j, runs: j.Preempts + 1})
 			}
 		}
 	}
@@ -183,13 +198,14 @@ func (t *TiresiasEntry) pushDemotion(j *Job, st *tiresiasJob, now time.Duration)
 	if t.gpuTime {
 		left = (left + time.Duration(j.GPUs) - 1) / time.Duration(j.GPUs)
 	}
-	t.due.push(deadline{at: simtime.Add(now, max(left, 1)), job: j.ID, runs: j.Preempts, demote: true})
+	t.due.push(deadline{at: simtime.Add(now, max(left, 1)), job: j.ID, j: j, runs: j.Preempts, demote: true})
 }
 
 // deadline is a future demotion or promotion; runs is the job's Preempts count it is valid for.
 type deadline struct {
 	at     time.Duration
 	job    trace.JobID
+	j      *Job
 	runs   int
 	demote bool
 }

@@ -3,13 +3,11 @@ package sim
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"testing"
 
 	"github.com/sharebench/sharebench/cluster"
 	"github.com/sharebench/sharebench/policy"
 	"github.com/sharebench/sharebench/profile"
-	"github.com/sharebench/sharebench/trace"
 )
 
 var benchPolicies = []string{"fifo", "sjf", "tiresias", "sjf-ffs", "sjf-bsbf"}
@@ -37,63 +35,9 @@ func BenchmarkTrace2(b *testing.B) {
 	}
 }
 
-// BenchmarkPhilly replays the 82,247-job Philly table on 256x8 = 2,048 GPUs.
-func BenchmarkPhilly(b *testing.B) {
-	jobs := readTrace(b, "traces/pollux-philly-jobs/philly.csv")
-	prof := testProfile(b)
-	shape := cluster.Shape{Nodes: 256, GPUsPerNode: 8, GPUMemBytes: 48 * cluster.GiB, MaxShare: 2}
-	jobs, _, err := trace.DropOversized(jobs, "philly", shape.GPUs(), true)
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, name := range benchPolicies {
-		b.Run(fmt.Sprintf("policy=%s/jobs=%d", name, len(jobs)), func(b *testing.B) {
-			for b.Loop() {
-				p, _ := policy.Builtin().New(name)
-				r, err := Run(context.Background(), Config{Shape: shape, TraceName: "philly"}, jobs, p, prof, nil)
-				if err != nil {
-					b.Fatal(err)
-				}
-				b.ReportMetric(r.Summary.AvgJCT, "avgJCT_s")
-				b.ReportMetric(float64(r.Summary.Preemptions), "preempts")
-			}
-		})
-	}
-}
-
-// BenchmarkRun replays synthetic traces of growing size (Poisson arrivals at load 0.9 on
-// 2,048 GPUs, sizes and durations drawn from the Philly table) to show the per-job cost.
-func BenchmarkRun(b *testing.B) {
-	pool, err := phillyPool(b)
-	if err != nil {
-		b.Fatal(err)
-	}
-	prof := testProfile(b)
-	shape := cluster.Shape{Nodes: 256, GPUsPerNode: 8, GPUMemBytes: 48 * cluster.GiB, MaxShare: 2}
-	for _, n := range []int{10_000, 100_000, 1_000_000} {
-		jobs, err := trace.Generate(trace.GenConfig{Jobs: n, Load: 0.9, GPUs: shape.GPUs(), MaxGPUs: shape.GPUs(),
-			Pool: pool, Models: testSpecs()}, rand.New(rand.NewPCG(1, 1)))
-		if err != nil {
-			b.Fatal(err)
-		}
-		for _, name := range benchPolicies {
-			b.Run(fmt.Sprintf("policy=%s/jobs=%d", name, n), func(b *testing.B) {
-				var r *Result
-				for b.Loop() {
-					p, _ := policy.Builtin().New(name)
-					if r, err = Run(context.Background(), Config{Shape: shape, TraceName: "synthetic"}, jobs, p, prof, nil); err != nil {
-						b.Fatal(err)
-					}
-				}
-				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/job")
-				b.ReportMetric(r.Summary.AvgJCT, "avgJCT_s")
-			})
-		}
-	}
-}
-
 // BenchmarkTrace2Gavel replays trace2 with the shipped default profile (Gavel V100) and model
-// map, as the reproduction does.
+// map on the profile's GPUs with restart costs, as "sharebench simulate" does (the engine alone:
+// cmd/sharebench's benchmarks time the command, the Philly table and synthetic traces).
 func BenchmarkTrace2Gavel(b *testing.B) {
 	jobs := readTrace(b, "traces/muri-philly/trace2.csv")
 	prof, err := profile.LoadFile("../results/profiles/gavel-v100.json")
@@ -104,13 +48,14 @@ func BenchmarkTrace2Gavel(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	shape := cluster.Shape{Nodes: 8, GPUsPerNode: 8, GPUMemBytes: 48 * cluster.GiB, MaxShare: 2}
+	shape := cluster.Shape{Nodes: 8, GPUsPerNode: 8, GPUMemBytes: prof.GPUMemBytes, MaxShare: 2}
 	for _, name := range benchPolicies {
 		b.Run(fmt.Sprintf("policy=%s/jobs=%d", name, len(jobs)), func(b *testing.B) {
 			var r *Result
 			for b.Loop() {
 				p, _ := policy.Builtin().New(name)
-				if r, err = Run(context.Background(), Config{Shape: shape, ModelMap: mm, TraceName: "trace2"}, jobs, p, prof, nil); err != nil {
+				cfg := Config{Shape: shape, ModelMap: mm, Restart: RestartCost{Source: RestartAuto}, TraceName: "trace2"}
+				if r, err = Run(context.Background(), cfg, jobs, p, prof, nil); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -55,23 +55,26 @@ func Run(ctx context.Context, cfg Config, jobs []trace.Job, p policy.Policy, pro
 }
 
 type engine struct {
-	cfg          Config
-	pol          policy.Policy
-	keyer        policy.Keyer
-	cl           *cluster.Cluster
-	env          *policy.Env
-	obs          Observer
-	jobs         []*policy.Job // in arrival order
-	byIDs        []int32       // job indices sorted by job ID, for lookups
+	cfg   Config
+	pol   policy.Policy
+	keyer policy.Keyer
+	cl    *cluster.Cluster
+	env   *policy.Env
+	obs   Observer
+	jobs  []*policy.Job // in arrival order
+	byIDs []int32       // job indices sorted by job ID, for lookups
+	// dense maps ID-minID to a job index (-1: none) when the IDs are compact, as they
+	// usually are, so that lookups skip the binary search.
+	dense        []int32
+	minID        trace.JobID
 	stats        []jobStats
 	ver          []uint32
 	q            queue
 	now          time.Duration
 	next         int // next arrival
 	done         int
-	pend         []*policy.Job   // pending jobs, in policy order
-	fam          []int32         // pending jobs per family
-	bySize       [][]*policy.Job // pending jobs by GPU count, in policy order
+	pend         policy.Queue   // pending jobs, in policy order
+	fam          []policy.Queue // pending jobs by family, in policy order
 	run          []*policy.Job
 	byID         map[trace.JobID]*policy.Job
 	state        policy.State
@@ -82,6 +85,8 @@ type engine struct {
 	shared       int           // jobs that ran co-located at some point
 	subShared    int           // jobs that shared at a smaller sub-batch because their largest did not fit
 	finished     []trace.JobID // since the last policy call
+	rerated      []*policy.Job // running jobs re-rated since the last policy call, once each
+	listed       []bool        // by job index: in rerated
 	nSched       int
 	restartTotal time.Duration // restart time charged
 	// everyEvent calls the policy at every arrival and completion, even with no job waiting.
@@ -125,7 +130,8 @@ func newEngine(cfg Config, jobs []trace.Job, p policy.Policy, prof *profile.Tabl
 	if m, ok := p.(policy.Moder); ok {
 		mode = m.Mode()
 	}
-	s := &setup{cfg: cfg, prof: prof, cfgIdx: map[string]int{}, noProf: map[string]int{}, fams: map[famKey]int{}, cache: map[optKey]optEntry{}, memSrc: map[string]int{}}
+	s := &setup{cfg: cfg, prof: prof, cfgIdx: map[string]int{}, noProf: map[string]int{}, fams: map[famKey]int{}, cache: map[optKey]optEntry{}, memSrc: map[string]int{},
+		slab: make([]policy.Job, 0, len(jobs))}
 	e := &engine{cfg: cfg, pol: p, cl: cluster.New(cfg.Shape), obs: obs, tick: -1,
 		byID: map[trace.JobID]*policy.Job{}}
 	restartSrc := map[string]int{}
@@ -139,6 +145,7 @@ func newEngine(cfg Config, jobs []trace.Job, p policy.Policy, prof *profile.Tabl
 	e.byIDs = make([]int32, len(sorted))
 	e.stats = make([]jobStats, len(sorted))
 	e.ver = make([]uint32, len(sorted))
+	e.listed = make([]bool, len(sorted))
 	for i, t := range sorted {
 		if t.GPUs > cfg.Shape.GPUs() || t.GPUs <= 0 || t.Iters <= 0 || t.Submit < 0 {
 			return nil, fmt.Errorf("sim: %s: job %d asks for %d GPUs and %d iterations at %v; the cluster has %d GPUs", cfg.TraceName, t.ID, t.GPUs, t.Iters, t.Submit, cfg.Shape.GPUs())
@@ -175,6 +182,17 @@ func newEngine(cfg Config, jobs []trace.Job, p policy.Policy, prof *profile.Tabl
 			return nil, fmt.Errorf("sim: %s: duplicate job id %d", cfg.TraceName, e.jobs[e.byIDs[k]].ID)
 		}
 	}
+	lo, hi := e.jobs[e.byIDs[0]].ID, e.jobs[e.byIDs[len(e.byIDs)-1]].ID
+	if span := uint64(hi - lo); span < 4*uint64(len(e.jobs)) {
+		e.minID, e.dense = lo, make([]int32, span+1)
+		for k := range e.dense {
+			e.dense[k] = -1
+		}
+		for i, j := range e.jobs {
+			e.dense[j.ID-lo] = int32(i)
+		}
+		e.cl.Dense(lo, len(e.dense))
+	}
 	e.env = s.env(mode)
 	e.env.Explain = obs != nil
 	for _, name := range slices.Sorted(maps.Keys(s.noProf)) {
@@ -199,7 +217,7 @@ func newEngine(cfg Config, jobs []trace.Job, p policy.Policy, prof *profile.Tabl
 	if s.estMem {
 		e.notes = append(e.notes, "GPU memory per job comes from an estimate in the profile (mem_estimated), not a measurement")
 	}
-	e.fam = make([]int32, len(s.fams))
+	e.fam = make([]policy.Queue, len(s.fams))
 	famGPUs := make([]int, len(s.fams))
 	for k, f := range s.fams {
 		famGPUs[f] = k.gpus
@@ -214,9 +232,8 @@ func newEngine(cfg Config, jobs []trace.Job, p policy.Policy, prof *profile.Tabl
 	for _, j := range e.jobs {
 		j.Size = slices.Index(sizes, j.GPUs)
 	}
-	e.bySize = make([][]*policy.Job, len(sizes))
-	e.state = policy.State{Cluster: e.cl, Env: e.env, ByID: e.byID, Families: e.fam, FamilyGPUs: famGPUs,
-		Sizes: sizes, BySize: e.bySize, Lookup: e.lookup, Jobs: e.jobs}
+	e.state = policy.State{Cluster: e.cl, Env: e.env, ByID: e.byID, Pending: &e.pend, ByFamily: e.fam, FamilyGPUs: famGPUs,
+		Sizes: sizes, Lookup: e.lookup, Jobs: e.jobs}
 	e.util.init(cfg.Shape.GPUs())
 	return e, nil
 }
@@ -288,7 +305,7 @@ func (e *engine) loop(ctx context.Context) error {
 		if e.cfg.Interval > 0 {
 			sched = ticked
 		} else {
-			sched = changed && (len(e.pend) > 0 || e.everyEvent) || woke
+			sched = changed && (e.pend.Len() > 0 || e.everyEvent) || woke
 		}
 		if sched {
 			if err := e.schedule(); err != nil {
@@ -298,7 +315,7 @@ func (e *engine) loop(ctx context.Context) error {
 				return err
 			}
 		}
-		if e.cfg.Interval > 0 && len(e.pend) > 0 && e.tick < 0 {
+		if e.cfg.Interval > 0 && e.pend.Len() > 0 && e.tick < 0 {
 			// The next round: the first multiple of the interval after now (or now itself when
 			// a job arrived exactly on a round boundary that has not run yet).
 			next := (t/e.cfg.Interval + 1) * e.cfg.Interval
@@ -340,8 +357,10 @@ func (e *engine) pastHorizon() error {
 	switch {
 	case last != nil:
 		return fmt.Errorf("sim: %s: %s: the job %s", where(e.cfg.TraceName, last.Job), head, simtime.ErrBeyond("would end after", lastEnd))
-	case len(e.pend) > 0:
-		return fmt.Errorf("sim: %s: %s: the job still waits after %s", where(e.cfg.TraceName, e.pend[0].Job), head, simtime.Format(e.now))
+	case e.pend.Len() > 0:
+		for j := range e.pend.All() {
+			return fmt.Errorf("sim: %s: %s: the job still waits after %s", where(e.cfg.TraceName, j.Job), head, simtime.Format(e.now))
+		}
 	}
 	return fmt.Errorf("sim: %s: %s", e.cfg.TraceName, head)
 }
@@ -368,17 +387,23 @@ func (e *engine) nextTime() (time.Duration, bool) {
 // stuck reports jobs the policy left waiting although nothing else can happen.
 func (e *engine) stuck() error {
 	var ids []trace.JobID
-	for _, j := range e.pend {
+	for j := range e.pend.All() {
 		ids = append(ids, j.ID)
 		if len(ids) == 10 {
 			break
 		}
 	}
-	return fmt.Errorf("sim: policy %s left %d jobs waiting with nothing left to happen (first: %v)", e.pol.Name(), len(e.pend), ids)
+	return fmt.Errorf("sim: policy %s left %d jobs waiting with nothing left to happen (first: %v)", e.pol.Name(), e.pend.Len(), ids)
 }
 
 // lookup finds a job by ID for policies.
 func (e *engine) lookup(id trace.JobID) *policy.Job {
+	if e.dense != nil {
+		if d := uint64(id - e.minID); d < uint64(len(e.dense)) && e.dense[d] >= 0 {
+			return e.jobs[e.dense[d]]
+		}
+		return nil
+	}
 	k, ok := slices.BinarySearchFunc(e.byIDs, id, func(i int32, id trace.JobID) int { return cmp.Compare(e.jobs[i].ID, id) })
 	if !ok {
 		return nil

@@ -85,23 +85,3 @@ func readTrace(t testing.TB, rel string) []trace.Job {
 	}
 	return jobs
 }
-
-// testSpecs are the test profile's models as trace model specs.
-func testSpecs() []trace.ModelSpec {
-	var out []trace.ModelSpec
-	for _, m := range testModels {
-		out = append(out, trace.ModelSpec{Name: m.name, Batch: m.batch, IterTime: profile.Seconds(m.iterMS / 1000), Weight: 1})
-	}
-	return out
-}
-
-// phillyPool reads the Philly table's (GPUs, duration) pairs.
-func phillyPool(t testing.TB) ([]trace.Sample, error) {
-	f, err := os.Open(filepath.Join("..", "data", "traces/pollux-philly-jobs/philly.csv"))
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	pool, _, err := trace.ReadPhillyPool(f, "philly.csv", trace.Options{SkipInvalid: true})
-	return pool, err
-}

@@ -153,7 +153,7 @@ func (l *Live) Step(t time.Duration, finished []trace.JobID, rem func(trace.JobI
 	if e.cfg.Interval > 0 {
 		sched = ticked
 	} else {
-		sched = changed && (len(e.pend) > 0 || e.everyEvent) || woke
+		sched = changed && (e.pend.Len() > 0 || e.everyEvent) || woke
 	}
 	var ch Changes
 	if sched {
@@ -172,7 +172,7 @@ func (l *Live) Step(t time.Duration, finished []trace.JobID, rem func(trace.JobI
 		}
 		ch = l.diff(before)
 	}
-	if e.cfg.Interval > 0 && len(e.pend) > 0 && e.tick < 0 {
+	if e.cfg.Interval > 0 && e.pend.Len() > 0 && e.tick < 0 {
 		next := (t/e.cfg.Interval + 1) * e.cfg.Interval
 		if !ticked && t%e.cfg.Interval == 0 {
 			next = t

@@ -18,7 +18,7 @@ func (e *engine) advance(t time.Duration) {
 	if t < e.now {
 		panic(fmt.Sprintf("sim: time went backwards from %v to %v", e.now, t))
 	}
-	e.util.add(e.now, t, e.cl.NumGPUs()-e.cl.Idle(), e.cl.Shared(), len(e.run), len(e.pend))
+	e.util.add(e.now, t, e.cl.NumGPUs()-e.cl.Idle(), e.cl.Shared(), len(e.run), e.pend.Len())
 	e.now = t
 }
 
@@ -30,37 +30,22 @@ func (e *engine) arrive(i int32) {
 	e.enqueue(i)
 }
 
-// enqueue inserts job i into the pending list at its place in the policy's order.
+// enqueue inserts job i into the pending queues at its place in the policy's order.
 func (e *engine) enqueue(i int32) {
 	j := e.jobs[i]
 	if e.keyer != nil {
 		j.K = e.keyer.Key(j)
 	}
-	at, _ := slices.BinarySearchFunc(e.pend, j, pendCmp)
-	e.pend = slices.Insert(e.pend, at, j)
-	l := e.bySize[j.Size]
-	at, _ = slices.BinarySearchFunc(l, j, pendCmp)
-	e.bySize[j.Size] = slices.Insert(l, at, j)
-	e.fam[j.Family]++
+	e.pend.Insert(j)
+	e.fam[j.Family].Insert(j)
 }
 
 // dequeue removes pending job j (with its key unchanged since enqueue).
 func (e *engine) dequeue(j *policy.Job) {
-	e.pend = deleteSorted(e.pend, j)
-	e.bySize[j.Size] = deleteSorted(e.bySize[j.Size], j)
-	e.fam[j.Family]--
-}
-
-func deleteSorted(l []*policy.Job, j *policy.Job) []*policy.Job {
-	at, found := slices.BinarySearchFunc(l, j, pendCmp)
-	if !found || l[at] != j {
+	if !e.pend.Delete(j) || !e.fam[j.Family].Delete(j) {
 		panic(fmt.Sprintf("sim: job %d missing from the pending queue", j.ID))
 	}
-	return slices.Delete(l, at, at+1)
 }
-
-// pendCmp orders pending jobs by (key, submit, ID).
-func pendCmp(a, b *policy.Job) int { return policy.Compare(a.K, a, b.K, b) }
 
 // rekey moves a pending job whose key changed to its new place.
 func (e *engine) rekey(id trace.JobID) error {
@@ -104,7 +89,7 @@ func (e *engine) partners(j *policy.Job, buf []*policy.Job) []*policy.Job {
 	for _, g := range j.On {
 		for _, id := range e.cl.Jobs(g) {
 			if id != j.ID {
-				q := e.byID[id]
+				q := e.lookup(id)
 				if !slices.Contains(buf, q) {
 					buf = append(buf, q)
 				}
@@ -136,6 +121,10 @@ func (e *engine) rerate(i int32, buf []*policy.Job) []*policy.Job {
 	j.Xi = xi
 	j.P.Rate = 1 / (j.Options[j.Opt].Excl.Seconds() * xi)
 	e.ver[i]++
+	if !e.listed[i] {
+		e.listed[i] = true
+		e.rerated = append(e.rerated, j)
+	}
 	// A run left of less than the horizon ends before 2·Horizon + MaxRestart, which int64 holds;
 	// a longer one ends past the horizon anyway and saturates at Never.
 	at := simtime.Never
@@ -205,13 +194,17 @@ func (e *engine) schedule() error {
 		}
 		st := &e.state
 		st.Now = e.now
-		st.Pending = e.pend
 		st.Running = e.run
 		st.Finished = e.finished
+		st.Rerated = e.rerated
 		mark := e.cl.Mark()
 		plan, err := e.pol.Schedule(st)
 		e.cl.Rollback(mark)
 		e.finished = e.finished[:0]
+		for _, j := range e.rerated {
+			e.listed[j.Idx] = false
+		}
+		e.rerated = e.rerated[:0]
 		if err != nil {
 			return fmt.Errorf("sim: %w", err)
 		}
@@ -284,7 +277,7 @@ func (e *engine) apply(plan policy.Plan) error {
 		}
 		for _, g := range pl.GPUs {
 			for _, id := range e.cl.Jobs(g) {
-				q := e.byID[id]
+				q := e.lookup(id)
 				_, ok1 := e.env.Xi(j, pl.Opt, q, q.Opt)
 				_, ok2 := e.env.Xi(q, q.Opt, j, pl.Opt)
 				if !ok1 || !ok2 {
@@ -299,10 +292,10 @@ func (e *engine) apply(plan policy.Plan) error {
 		// Settle the future partners before their rates change.
 		for _, g := range pl.GPUs {
 			for _, id := range e.cl.Jobs(g) {
-				e.settle(e.byID[id].Idx)
+				e.settle(e.lookup(id).Idx)
 			}
 		}
-		if err := e.cl.Place(j.ID, pl.GPUs, j.Options[pl.Opt].Mem); err != nil {
+		if err := e.cl.PlaceTagged(j.ID, pl.GPUs, j.Options[pl.Opt].Mem, j.Options[pl.Opt].Tag); err != nil {
 			return fmt.Errorf("sim: policy %s: illegal plan: %w", name, err)
 		}
 		e.dequeue(j)

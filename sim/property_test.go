@@ -175,6 +175,11 @@ func TestRandomInvariants(t *testing.T) {
 	for seed := range n {
 		runCase(t, seed)
 	}
+	// Seeds that once caught a shortcut the first 300 missed: 3843 (a sharing, preempting
+	// policy whose failed attempts set running jobs aside for the rest of the call).
+	for _, seed := range []uint64{3843} {
+		runCase(t, seed)
+	}
 }
 
 // FuzzRun feeds raw trace and profile values (as text through the trace reader, as numbers

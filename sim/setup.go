@@ -30,6 +30,20 @@ type setup struct {
 	cache  map[optKey]optEntry
 	fams   map[famKey]int
 	memSrc map[string]int // memory fallback note → jobs
+	tags   []policy.Tag   // by Option.Tag; tag 0 stands for none
+	tagIdx map[policy.Tag]int32
+	// slab holds the jobs, allocated together; its capacity is the number of jobs, so that
+	// pointers into it stay valid.
+	slab []policy.Job
+}
+
+// alloc returns a new zero job from the slab (or the heap once the slab is full).
+func (s *setup) alloc() *policy.Job {
+	if len(s.slab) == cap(s.slab) {
+		return &policy.Job{}
+	}
+	s.slab = s.slab[:len(s.slab)+1]
+	return &s.slab[len(s.slab)-1]
 }
 
 func (s *setup) intern(name string, c profile.Config) int {
@@ -78,7 +92,8 @@ type optEntry struct {
 func (s *setup) job(t trace.Job, file string) (*policy.Job, error) {
 	key := optKey{t.Model, t.Batch, t.GPUs, t.IterTime}
 	if e, ok := s.cache[key]; ok {
-		j := &policy.Job{Job: t, Options: e.opts, Fast: e.fast, GC: e.gc, Family: e.family, Xi: 1}
+		j := s.alloc()
+		*j = policy.Job{Job: t, Options: e.opts, Fast: e.fast, GC: e.gc, Family: e.family, Xi: 1}
 		j.P.Rem = float64(t.Iters)
 		if len(e.opts) == 1 && e.opts[0].Cfg >= 0 && s.keys[e.opts[0].Cfg].Model == "" {
 			s.noProf[s.names[e.opts[0].Cfg]]++
@@ -104,7 +119,8 @@ func (s *setup) job(t trace.Job, file string) (*policy.Job, error) {
 // the trace's model; memNote then says so (or that the job fills a whole GPU, for a model
 // outside the authors' eight).
 func (s *setup) build(t trace.Job, file string) (*policy.Job, string, error) {
-	j := &policy.Job{Job: t}
+	j := s.alloc()
+	j.Job = t
 	memNote := ""
 	capBytes := s.cfg.Shape.GPUMemBytes
 	where := fmt.Sprintf("%s:%d: job %d", file, t.Line, t.ID)
@@ -167,6 +183,9 @@ func (s *setup) build(t trace.Job, file string) (*policy.Job, string, error) {
 		}
 	}
 	j.GC = s.class(t.GPUs)
+	for k := range j.Options {
+		j.Options[k].Tag = s.tag(policy.Tag{Cfg: j.Options[k].Cfg, GC: j.GC, Mem: j.Options[k].Mem})
+	}
 	fk := famKey{j.Options[0].Cfg, t.GPUs, j.Options[0].Mem}
 	f, ok := s.fams[fk]
 	if !ok {
@@ -177,6 +196,19 @@ func (s *setup) build(t trace.Job, file string) (*policy.Job, string, error) {
 	j.P.Rem = float64(t.Iters)
 	j.Xi = 1
 	return j, memNote, nil
+}
+
+// tag returns the dense index of a configuration, GPU-count class and memory (from 1).
+func (s *setup) tag(t policy.Tag) int32 {
+	if s.tagIdx == nil {
+		s.tagIdx, s.tags = map[policy.Tag]int32{}, []policy.Tag{{}}
+	}
+	if i, ok := s.tagIdx[t]; ok {
+		return i
+	}
+	s.tags = append(s.tags, t)
+	s.tagIdx[t] = int32(len(s.tags) - 1)
+	return s.tagIdx[t]
 }
 
 // fallbackMem is the memory of a job whose profile configuration has none: the SJF-BSBF
@@ -204,6 +236,7 @@ func (s *setup) scaled(d time.Duration) time.Duration {
 // env builds the slowdown matrices for every configuration and GPU-count class seen.
 func (s *setup) env(mode profile.Mode) *policy.Env {
 	e := policy.NewEnv(s.cfg.Shape.MaxShare, mode, s.names, len(s.gcs))
+	e.Tags = s.tags
 	if s.prof == nil {
 		return e
 	}

@@ -11,14 +11,6 @@ import (
 	"time"
 )
 
-// TestMain lets a test run the test binary as the sharebench command itself, to send it signals.
-func TestMain(m *testing.M) {
-	if os.Getenv("SHAREBENCH_TEST_AS_MAIN") == "1" {
-		main()
-	}
-	os.Exit(m.Run())
-}
-
 // leftovers lists the temporary directories of out that are left next to it.
 func leftovers(t *testing.T, out string) []string {
 	t.Helper()

@@ -192,8 +192,11 @@ func (p *Policy) appendState(b []byte, s *policy.State) []byte {
 	// Arrivals since the previous instant end the pending list, which is in (submit, ID)
 	// order: every job pending before submitted at or before the previous instant.
 	p.arrived = p.arrived[:0]
-	for k := len(s.Pending) - 1; k >= 0 && s.Pending[k].Submit > p.lastNow; k-- {
-		p.arrived = append(p.arrived, s.Pending[k])
+	for j := range s.Pending.Backward() {
+		if j.Submit <= p.lastNow {
+			break
+		}
+		p.arrived = append(p.arrived, j)
 	}
 	b = append(b, `,"arrived":[`...)
 	for k := len(p.arrived) - 1; k >= 0; k-- {

@@ -1,0 +1,180 @@
+package policy
+
+import (
+	"iter"
+	"slices"
+)
+
+// Queue holds pending jobs in the order of Compare on (K, Submit, ID). It is a list of sorted
+// chunks of bounded length, so that inserting and deleting a job cost a binary search and a
+// short copy however long the queue, while walking it in order stays a plain slice scan. The
+// engine owns the queues; policies read them and must not keep positions across calls.
+type Queue struct {
+	chunks [][]*Job
+	n      int
+	spare  [][]*Job // emptied chunks, reused
+}
+
+// chunkMax bounds a chunk's length: a split copies half of one, a chunk search costs
+// log2(n/chunkMax) comparisons.
+const chunkMax = 256
+
+func order(a, b *Job) int { return Compare(a.K, a, b.K, b) }
+
+// Len returns the number of jobs in the queue.
+func (q *Queue) Len() int { return q.n }
+
+// find returns the index of the chunk that holds, or would hold, j: the first chunk whose last
+// job does not come before j, or the last chunk.
+func (q *Queue) find(j *Job) int {
+	lo, hi := 0, len(q.chunks)-1
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if c := q.chunks[m]; order(c[len(c)-1], j) < 0 {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}
+
+// search returns the index of the first job in c that does not come before j.
+func search(c []*Job, j *Job) int {
+	lo, hi := 0, len(c)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if order(c[m], j) < 0 {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}
+
+// Insert adds j at its place; j.K must be set.
+func (q *Queue) Insert(j *Job) {
+	q.n++
+	if len(q.chunks) == 0 {
+		q.chunks = append(q.chunks, append(q.newChunk(), j))
+		return
+	}
+	ci := q.find(j)
+	c := q.chunks[ci]
+	at := search(c, j)
+	c = slices.Insert(c, at, j)
+	if len(c) <= chunkMax {
+		q.chunks[ci] = c
+		return
+	}
+	half := len(c) / 2
+	right := append(q.newChunk(), c[half:]...)
+	clear(c[half:])
+	q.chunks[ci] = c[:half]
+	q.chunks = slices.Insert(q.chunks, ci+1, right)
+}
+
+func (q *Queue) newChunk() []*Job {
+	if k := len(q.spare); k > 0 {
+		c := q.spare[k-1]
+		q.spare = q.spare[:k-1]
+		return c
+	}
+	return make([]*Job, 0, chunkMax+1)
+}
+
+// Delete removes j (with its key unchanged since Insert) and reports whether it was there.
+func (q *Queue) Delete(j *Job) bool {
+	if len(q.chunks) == 0 {
+		return false
+	}
+	ci := q.find(j)
+	c := q.chunks[ci]
+	at := search(c, j)
+	if at == len(c) || c[at] != j {
+		return false
+	}
+	q.n--
+	c = slices.Delete(c, at, at+1)
+	if len(c) > 0 {
+		q.chunks[ci] = c
+		return true
+	}
+	q.spare = append(q.spare, c)
+	q.chunks = slices.Delete(q.chunks, ci, ci+1)
+	return true
+}
+
+// All yields the jobs in order.
+func (q *Queue) All() iter.Seq[*Job] {
+	return func(yield func(*Job) bool) {
+		for _, c := range q.chunks {
+			for _, j := range c {
+				if !yield(j) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// Backward yields the jobs from the last to the first.
+func (q *Queue) Backward() iter.Seq[*Job] {
+	return func(yield func(*Job) bool) {
+		for ci := len(q.chunks) - 1; ci >= 0; ci-- {
+			c := q.chunks[ci]
+			for i := len(c) - 1; i >= 0; i-- {
+				if !yield(c[i]) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// Pos is a position in a Queue, valid while the queue is unchanged (within one policy call).
+type Pos struct{ c, i int32 }
+
+// At returns the job at p, or nil at the end.
+func (q *Queue) At(p Pos) *Job {
+	if int(p.c) >= len(q.chunks) {
+		return nil
+	}
+	return q.chunks[p.c][p.i]
+}
+
+// Next returns the position after p.
+func (q *Queue) Next(p Pos) Pos {
+	p.i++
+	if int(p.i) >= len(q.chunks[p.c]) {
+		p.c, p.i = p.c+1, 0
+	}
+	return p
+}
+
+// After returns the position of the first job that comes after the job j with key k in the
+// order of Compare (j need not be in the queue).
+func (q *Queue) After(k Key, j *Job) Pos {
+	after := func(x *Job) bool { return Compare(x.K, x, k, j) > 0 }
+	lo, hi := 0, len(q.chunks)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if c := q.chunks[m]; !after(c[len(c)-1]) {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo == len(q.chunks) {
+		return Pos{int32(lo), 0}
+	}
+	c := q.chunks[lo]
+	i, _ := slices.BinarySearchFunc(c, true, func(x *Job, _ bool) int {
+		if after(x) {
+			return 1
+		}
+		return -1
+	})
+	return Pos{int32(lo), int32(i)}
+}

@@ -1,0 +1,75 @@
+package policy
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/sharebench/sharebench/trace"
+)
+
+// TestQueue checks the chunked queue against a sorted slice under random inserts and deletes,
+// with few distinct keys so that ties fall back to submit times and IDs.
+func TestQueue(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	var q Queue
+	var ref []*Job
+	var all []*Job
+	for step := range 20000 {
+		if len(ref) == 0 || rng.IntN(5) < 3 {
+			j := &Job{Job: trace.Job{ID: trace.JobID(len(all)), Submit: time.Duration(rng.IntN(50))}, K: Key{A: float64(rng.IntN(4)), B: int64(rng.IntN(3))}}
+			all = append(all, j)
+			q.Insert(j)
+			at, _ := slices.BinarySearchFunc(ref, j, order)
+			ref = slices.Insert(ref, at, j)
+		} else {
+			k := rng.IntN(len(ref))
+			if !q.Delete(ref[k]) {
+				t.Fatalf("step %d: job %d not found", step, ref[k].ID)
+			}
+			if q.Delete(ref[k]) {
+				t.Fatalf("step %d: job %d deleted twice", step, ref[k].ID)
+			}
+			ref = slices.Delete(ref, k, k+1)
+		}
+		if q.Len() != len(ref) {
+			t.Fatalf("step %d: Len %d, want %d", step, q.Len(), len(ref))
+		}
+		if step%997 != 0 {
+			continue
+		}
+		if got := slices.Collect(q.All()); !slices.Equal(got, ref) {
+			t.Fatalf("step %d: All differs from the sorted reference", step)
+		}
+		back := slices.Collect(q.Backward())
+		slices.Reverse(back)
+		if !slices.Equal(back, ref) {
+			t.Fatalf("step %d: Backward differs from the reverse of the reference", step)
+		}
+		var walked []*Job
+		for p := (Pos{}); q.At(p) != nil; p = q.Next(p) {
+			walked = append(walked, q.At(p))
+		}
+		if !slices.Equal(walked, ref) {
+			t.Fatalf("step %d: Next walk differs from the reference", step)
+		}
+		for range 20 {
+			x := all[rng.IntN(len(all))]
+			want := len(ref)
+			for i, j := range ref {
+				if Compare(j.K, j, x.K, x) > 0 {
+					want = i
+					break
+				}
+			}
+			var got *Job
+			if want < len(ref) {
+				got = ref[want]
+			}
+			if q.At(q.After(x.K, x)) != got {
+				t.Fatalf("step %d: After(job %d) is not the first later job", step, x.ID)
+			}
+		}
+	}
+}

@@ -1,0 +1,252 @@
+package policy
+
+import (
+	"cmp"
+	"time"
+
+	"github.com/sharebench/sharebench/trace"
+)
+
+// runSet holds running jobs in a binary heap, the lowest priority on top, by key bounds: each
+// entry's key was exact when computed (at time at) and is an upper bound of the job's key later,
+// as long as the engine has not re-rated the job and the policy has not re-keyed it. That holds
+// for the keys the greedy policies rank running jobs by: fixed ones (submission, Tiresias queue
+// and entry time) and remaining times, which only shrink while a job's rate stays. The walk of a
+// call (start, lowest) computes exact keys from the top down as far as it goes, so the heap
+// survives from call to call instead of being rebuilt from every running job.
+type runSet struct {
+	items []ranked
+	where []int32 // by Job.Idx: index in items, -1 if absent
+	front []fentry
+}
+
+func (r *runSet) less(a, b int) bool {
+	x, y := &r.items[a], &r.items[b]
+	// Compare(x.k, x.j, y.k, y.j) > 0 on the copies in the entries, which spares loading jobs.
+	if c := cmp.Compare(x.k.A, y.k.A); c != 0 {
+		return c > 0
+	}
+	switch {
+	case x.k.B != y.k.B:
+		return x.k.B > y.k.B
+	case x.sub != y.sub:
+		return x.sub > y.sub
+	}
+	return x.id > y.id
+}
+
+// entry returns j's entry with key k, exact at time at.
+func entry(j *Job, k Key, at time.Duration) ranked {
+	return ranked{j: j, k: k, at: at, sub: j.Submit, id: j.ID}
+}
+
+func (r *runSet) swap(a, b int) {
+	r.items[a], r.items[b] = r.items[b], r.items[a]
+	r.where[r.items[a].j.Idx] = int32(a)
+	r.where[r.items[b].j.Idx] = int32(b)
+}
+
+func (r *runSet) up(i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if !r.less(i, p) {
+			return
+		}
+		r.swap(i, p)
+		i = p
+	}
+}
+
+func (r *runSet) down(i int) {
+	n := len(r.items)
+	for {
+		l, m := 2*i+1, i
+		if l < n && r.less(l, m) {
+			m = l
+		}
+		if l+1 < n && r.less(l+1, m) {
+			m = l + 1
+		}
+		if m == i {
+			return
+		}
+		r.swap(i, m)
+		i = m
+	}
+}
+
+// grow makes room for jobs with indices below n.
+func (r *runSet) grow(n int) {
+	for len(r.where) < n {
+		r.where = append(r.where, -1)
+	}
+}
+
+// put adds x, or replaces the entry of its job.
+func (r *runSet) put(x ranked) {
+	if i := r.where[x.j.Idx]; i >= 0 {
+		r.items[i] = x
+		r.up(int(i))
+		r.down(int(r.where[x.j.Idx]))
+		return
+	}
+	r.items = append(r.items, x)
+	r.where[x.j.Idx] = int32(len(r.items) - 1)
+	r.up(len(r.items) - 1)
+}
+
+// remove drops j's entry if there is one.
+func (r *runSet) remove(j *Job) {
+	i := int(r.where[j.Idx])
+	if i < 0 {
+		return
+	}
+	n := len(r.items) - 1
+	if i != n {
+		r.swap(i, n)
+	}
+	r.where[j.Idx] = -1
+	r.items = r.items[:n]
+	if i != n {
+		r.up(i)
+		r.down(int(r.where[r.items[i].j.Idx]))
+	}
+}
+
+// clear empties the set.
+func (r *runSet) clear() {
+	for _, x := range r.items {
+		r.where[x.j.Idx] = -1
+	}
+	r.items = r.items[:0]
+}
+
+// The jobs of a call come out of the set in order through a frontier, a small heap that walks
+// the set's heap without changing it: taking a job out of the set for the rest of a call, then
+// maybe back, costs a few operations on the frontier instead of the whole heap's depth, and the
+// many victims a call places back where they were leave the set as it was.
+//
+// A frontier entry is either an item still to be expanded (its key a bound) or one whose key is
+// exact and whose children are in the frontier; every job not taken out is in the frontier or
+// below an unexpanded entry, so an exact entry on top is the lowest job left.
+type fentry struct {
+	j     *Job
+	k     Key
+	sub   time.Duration
+	id    trace.JobID
+	i     int32 // index in items, -1 for a job put back
+	exact bool
+}
+
+func front(x ranked, i int32, exact bool) fentry {
+	return fentry{j: x.j, k: x.k, sub: x.sub, id: x.id, i: i, exact: exact}
+}
+
+// start begins a call's walk at time now: it refreshes the top's bound until it is exact (which
+// keeps later calls' bounds tight) and seeds the frontier with it.
+func (r *runSet) start(now time.Duration, key func(*Job) Key) {
+	r.front = r.front[:0]
+	for len(r.items) > 0 {
+		top := &r.items[0]
+		if top.at == now {
+			break
+		}
+		k := key(top.j)
+		same := Compare(k, top.j, top.k, top.j) == 0
+		top.k, top.at = k, now
+		if same {
+			break
+		}
+		r.down(0)
+	}
+	if len(r.items) > 0 {
+		r.fpush(front(r.items[0], 0, r.items[0].at == now))
+		r.expand(0)
+	}
+}
+
+// expand pushes the children of the frontier entry that was items[i].
+func (r *runSet) expand(i int32) {
+	for c := 2*i + 1; c <= 2*i+2 && int(c) < len(r.items); c++ {
+		r.fpush(front(r.items[c], c, false))
+	}
+}
+
+// lowest returns the lowest-priority job not taken out in this call, with its exact key.
+func (r *runSet) lowest(now time.Duration, key func(*Job) Key) (ranked, bool) {
+	for len(r.front) > 0 {
+		top := &r.front[0]
+		if !top.exact {
+			// Its exact key is at most its bound: it stays on top if they are equal, else it
+			// sinks; its children, bounded by it, join the frontier either way.
+			k := key(top.j)
+			top.exact = true
+			i := top.i
+			if k != top.k {
+				top.k = k
+				r.fdown(0)
+			}
+			r.expand(i)
+			continue
+		}
+		return ranked{j: top.j, k: top.k, at: now, sub: top.sub, id: top.id}, true
+	}
+	return ranked{}, false
+}
+
+// take takes the job lowest returned out of the set for the rest of the call.
+func (r *runSet) take() { r.fpop() }
+
+// putBack returns a job taken out in this call.
+func (r *runSet) putBack(x ranked) { r.fpush(front(x, -1, true)) }
+
+func (r *runSet) fless(a, b int) bool {
+	x, y := &r.front[a], &r.front[b]
+	if c := cmp.Compare(x.k.A, y.k.A); c != 0 {
+		return c > 0
+	}
+	switch {
+	case x.k.B != y.k.B:
+		return x.k.B > y.k.B
+	case x.sub != y.sub:
+		return x.sub > y.sub
+	}
+	return x.id > y.id
+}
+
+func (r *runSet) fpush(e fentry) {
+	r.front = append(r.front, e)
+	for i := len(r.front) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !r.fless(i, p) {
+			break
+		}
+		r.front[i], r.front[p] = r.front[p], r.front[i]
+		i = p
+	}
+}
+
+func (r *runSet) fpop() {
+	n := len(r.front) - 1
+	r.front[0] = r.front[n]
+	r.front = r.front[:n]
+	r.fdown(0)
+}
+
+func (r *runSet) fdown(i int) {
+	n := len(r.front)
+	for {
+		l, m := 2*i+1, i
+		if l < n && r.fless(l, m) {
+			m = l
+		}
+		if l+1 < n && r.fless(l+1, m) {
+			m = l + 1
+		}
+		if m == i {
+			return
+		}
+		r.front[i], r.front[m] = r.front[m], r.front[i]
+		i = m
+	}
+}
