@@ -1,7 +1,7 @@
 package policy
 
 // FIFO runs jobs in submission order on exclusive GPUs (YARN placement). Like the authors'
-// fifo it is preemptive by default: an earlier job may preempt later ones (SPEC.md §5.2).
+// fifo it is preemptive by default: an earlier job may preempt later ones (docs/paper.md §5.2).
 type FIFO struct{ g greedy }
 
 var _ Policy = (*FIFO)(nil)

@@ -12,7 +12,7 @@ import (
 // placeFunc finds a placement for j on the tentative cluster; ok is false when none exists now.
 type placeFunc func(p *placer, j *Job) (pl Placement, ok bool, err error)
 
-// greedy is the authors' scheduling loop (SPEC.md §4.3, §5.8): walk the runnable jobs in priority
+// greedy is the authors' scheduling loop (docs/paper.md §4.3, §5.8): walk the runnable jobs in priority
 // order, place each one that is not running, and optionally preempt lower-priority running jobs
 // for one that does not fit. There is no head-of-line blocking: a job that cannot be placed is
 // skipped and the jobs behind it are tried (greedy backfill).

@@ -25,7 +25,7 @@ const (
 // Victim-selection modes of the preemptive path.
 const (
 	// VictimsAuthors preempts lower-priority jobs one by one until the job fits, and does not
-	// restore them if it never fits (the authors' code, SPEC.md §5.8).
+	// restore them if it never fits (the authors' code, docs/paper.md §5.8).
 	VictimsAuthors = "authors"
 	// VictimsTentative preempts only if the job then fits.
 	VictimsTentative = "tentative"
@@ -251,7 +251,7 @@ func Builtin() *Registry {
 	if external.f != nil {
 		must(r.Register(external.info, external.f))
 	}
-	// The authors' names (SPEC.md §5.1), built from a grammar: base, "s" for the consolidating
+	// The authors' names (docs/paper.md §5.1), built from a grammar: base, "s" for the consolidating
 	// placement, "-no-preempt"/"-preempt", "-m" for MPS.
 	// The authors' Tiresias (their physical code): 2 queues, 700 s of wall time, starvation factor
 	// 1; tiresias-authors adds its quirk of walking in arrival order.

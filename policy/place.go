@@ -118,7 +118,7 @@ func (p *placer) resident(id trace.JobID) (partner, error) {
 }
 
 // split fills p.hp (idle GPUs) and p.lp (GPUs holding jobs, with room for one more) with the
-// GPUs that have mem bytes free, in the order of the authors' scan (SPEC.md §4.2 steps 1–2):
+// GPUs that have mem bytes free, in the order of the authors' scan (docs/paper.md §4.2 steps 1–2):
 // nodes by number of resident jobs ascending, ties by node index, then GPU index. With idleOnly
 // it collects only idle GPUs and stops at need of them.
 func (p *placer) split(mem int64, need int, idleOnly bool) {
@@ -218,7 +218,7 @@ func (p *placer) tooFew(j *Job, opt int, both bool) (few, ok bool) {
 	return true, true
 }
 
-// firstFit is the authors' merge placement (SPEC.md §5.5): idle GPUs first, then GPUs holding
+// firstFit is the authors' merge placement (docs/paper.md §5.5): idle GPUs first, then GPUs holding
 // jobs in candidate order, with no benefit check. Pairs missing from the profile are skipped.
 func (p *placer) firstFit(j *Job, opt int) (gpus []int, partners []trace.JobID, err error) {
 	need := j.GPUs
@@ -252,7 +252,7 @@ func (p *placer) firstFit(j *Job, opt int) (gpus []int, partners []trace.JobID, 
 	return nil, nil, nil
 }
 
-// bestBenefit is the authors' bsbf placement (SPEC.md §4.2): idle GPUs first; otherwise every
+// bestBenefit is the authors' bsbf placement (docs/paper.md §4.2): idle GPUs first; otherwise every
 // distinct job on the candidate GPUs is share-checked, passing partners are taken in order of
 // t_con, and their GPUs fill up the placement. score is the largest t_con of the partners used
 // (0 for an exclusive placement).
@@ -490,7 +490,7 @@ func (p *placer) bestBenefit2(j *Job, opt int, etcA, etcWait float64) (gpus []in
 	return p.keep(p.hp, p.tmp), partners, score, strings.TrimSuffix(why, "; "), nil
 }
 
-// consolidated tries to fit the whole job inside one node, best-fit node first (SPEC.md §5.6):
+// consolidated tries to fit the whole job inside one node, best-fit node first (docs/paper.md §5.6):
 // idle GPUs of the node first, then GPUs of partners on the node (share-checked when check is
 // set, first-fit otherwise). It returns nil when no single node works.
 func (p *placer) consolidated(j *Job, opt int, check bool) (gpus []int, partners []trace.JobID, score float64, err error) {
@@ -585,7 +585,7 @@ func (p *placer) consolidated(j *Job, opt int, check bool) (gpus []int, partners
 	return nil, nil, 0, nil
 }
 
-// yarn is the authors' exclusive placement for the non-sharing baselines (SPEC.md §5.9): a job of
+// yarn is the authors' exclusive placement for the non-sharing baselines (docs/paper.md §5.9): a job of
 // up to one node's GPUs goes to the first node (by ID) with enough idle GPUs; a larger job takes
 // whole idle nodes plus one node for the remainder.
 func (p *placer) yarn(j *Job) []int {

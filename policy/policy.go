@@ -223,7 +223,7 @@ func (j *Job) IterTime() time.Duration {
 	return j.Options[j.Fast].Excl
 }
 
-// RemTime returns the remaining time at the current iteration time (SPEC.md §9.3: the SJF key
+// RemTime returns the remaining time at the current iteration time (docs/paper.md §9.3: the SJF key
 // of a running job includes its current slowdown).
 func (j *Job) RemTime(now time.Duration) time.Duration {
 	// In seconds, then nanoseconds: the same float operations as ever, so the same keys.

@@ -1,11 +1,11 @@
 package policy
 
-// ShareCheck is the authors' pairwise rule (SPEC.md §3.1, Lai-JX/Scheduler switch.share_check):
+// ShareCheck is the authors' pairwise rule (docs/paper.md §3.1, Lai-JX/Scheduler switch.share_check):
 // should a pending job A start now on the GPUs of a running job B, or wait until B finishes?
 // etcA and etcB are the remaining times in seconds (A at its exclusive iteration time, B at its
 // current, possibly slowed, iteration time); xiA and xiB are the slowdowns each suffers next to
 // the other. tCon is the pair's average completion time from now if A starts sharing now, tSeq
-// if A waits; A shares iff tCon < tSeq (strict). By Theorem 1 (SPEC.md §3.3) no later sharing
+// if A waits; A shares iff tCon < tSeq (strict). By Theorem 1 (docs/paper.md §3.3) no later sharing
 // time beats both endpoints. The arithmetic follows the authors' expression order, so results
 // equal theirs to the last bit.
 func ShareCheck(etcA, etcB, xiA, xiB float64) (share bool, tCon, tSeq float64) {

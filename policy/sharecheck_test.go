@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// TestShareCheckSpecExamples is the table of SPEC.md §3.5 (computed there with the authors'
+// TestShareCheckSpecExamples is the table of docs/paper.md §3.5 (computed there with the authors'
 // formula).
 func TestShareCheckSpecExamples(t *testing.T) {
 	t.Parallel()
@@ -32,7 +32,7 @@ func TestShareCheckSpecExamples(t *testing.T) {
 	}
 }
 
-// TestSymmetricThreshold checks SPEC.md T6: with equal slowdowns and the running job finishing
+// TestSymmetricThreshold checks docs/paper.md T6: with equal slowdowns and the running job finishing
 // first while shared (case A), sharing pays exactly when ξ < 1.5.
 func TestSymmetricThreshold(t *testing.T) {
 	t.Parallel()
@@ -66,7 +66,7 @@ func checkEndpoint(t *testing.T, etcA, etcB, xiA, xiB float64) {
 	}
 }
 
-// TestTheorem1 is the property of SPEC.md T5 on random instances: the best sharing time is
+// TestTheorem1 is the property of docs/paper.md T5 on random instances: the best sharing time is
 // always "now" or "never".
 func TestTheorem1(t *testing.T) {
 	t.Parallel()

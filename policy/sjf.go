@@ -1,7 +1,7 @@
 package policy
 
 // SJF is shortest-remaining-time-first with exclusive YARN placement, preemptive by default, as
-// the authors' sjf (SPEC.md §5.3). Running jobs are ranked by their remaining time at their
+// the authors' sjf (docs/paper.md §5.3). Running jobs are ranked by their remaining time at their
 // current, possibly slowed, iteration time.
 type SJF struct{ g greedy }
 

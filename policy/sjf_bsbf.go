@@ -7,7 +7,7 @@ import (
 	"github.com/sharebench/sharebench/trace"
 )
 
-// SJFBSBF is the paper's scheduler: shortest job first, best sharing benefit first (SPEC.md §4).
+// SJFBSBF is the paper's scheduler: shortest job first, best sharing benefit first (docs/paper.md §4).
 // Pending jobs go in SJF order to idle GPUs first; when too few are idle, every job on the
 // candidate GPUs is share-checked (Theorem 1: share now iff t_con < t_seq) and passing partners
 // are used in order of t_con. With sub-batch choice, each memory-feasible sub-batch of the pending

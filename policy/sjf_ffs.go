@@ -8,7 +8,7 @@ import (
 )
 
 // SJFFFS is SJF ordering with aggressive first-fit sharing (the authors' merge placement,
-// SPEC.md §5.5): idle GPUs first, then any GPU with room, with no benefit check. Pairs the
+// docs/paper.md §5.5): idle GPUs first, then any GPU with room, with no benefit check. Pairs the
 // profile lacks are never shared. It takes the largest sub-batch that fits.
 type SJFFFS struct{ g greedy }
 
