@@ -491,10 +491,27 @@ type NamedFigure struct {
 	Figure *Figure
 }
 
-// ProfileFigures returns every figure of a profile: one ξ heat map per sharing mode and GPU
-// count ("xi-<mode>-<g>gpu"; for matrices too large to label also "xi-<mode>-<g>gpu-models",
-// see XiModelHeatMap) and one sub-batch figure per model ("subbatch-<model>").
+// ProfileFigures returns every figure of a profile: the ξ heat maps (XiFigures) and one
+// sub-batch figure per model ("subbatch-<model>").
 func ProfileFigures(t *profile.Table) ([]NamedFigure, error) {
+	out, err := XiFigures(t)
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range t.ModelNames() {
+		f, err := SubBatchFigure(t, m)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, NamedFigure{Name: "subbatch-" + fileSafe(m), Figure: f})
+	}
+	return out, nil
+}
+
+// XiFigures returns one ξ heat map per sharing mode and GPU count ("xi-<mode>-<g>gpu") and, for
+// matrices too large to label, also the per-model one ("xi-<mode>-<g>gpu-models", see
+// XiModelHeatMap).
+func XiFigures(t *profile.Table) ([]NamedFigure, error) {
 	var out []NamedFigure
 	for _, s := range PairSlices(t) {
 		f, err := XiHeatMap(t, s)
@@ -510,13 +527,6 @@ func ProfileFigures(t *profile.Table) ([]NamedFigure, error) {
 			}
 			out = append(out, NamedFigure{Name: name + "-models", Figure: f})
 		}
-	}
-	for _, m := range t.ModelNames() {
-		f, err := SubBatchFigure(t, m)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, NamedFigure{Name: "subbatch-" + fileSafe(m), Figure: f})
 	}
 	return out, nil
 }

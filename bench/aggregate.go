@@ -417,12 +417,12 @@ func writeProfiles(env Env, dir string, plan []RunSpec, formats []string, withJS
 				}
 			}
 		} else {
-			for _, s := range analysis.PairSlices(t) {
-				fig, err := analysis.XiHeatMap(t, s)
-				if err != nil {
-					return err
-				}
-				if err := saveFigure(dir, fmt.Sprintf("%s-xi-%s-%dgpu", name, s.Mode, s.GPUs), fig, formats); err != nil {
+			figs, err := analysis.XiFigures(t)
+			if err != nil {
+				return err
+			}
+			for _, f := range figs {
+				if err := saveFigure(dir, name+"-"+f.Name, f.Figure, formats); err != nil {
 					return err
 				}
 			}
