@@ -17,7 +17,7 @@ build-nocgo: ## build a static bin/sharebench-nocgo for GPU hosts with an unknow
 	CGO_ENABLED=0 $(GO) build -o bin/sharebench-nocgo ./cmd/sharebench
 
 test: ## run every test: Go (race detector, shuffled) and the Python workload tests
-	$(GO) test -race -shuffle=on -timeout 30m ./...
+	SHAREBENCH_PYTHON="$${SHAREBENCH_PYTHON:-$(PYTHON)}" $(GO) test -race -shuffle=on -timeout 30m ./...
 	$(MAKE) test-workloads
 
 test-stress: ## run "make test" 3 times in a row while two busy loops load both cores; prints the time of each pass

@@ -214,6 +214,17 @@ func (sc *slurmCluster) start(t *testing.T, bin string, args ...string) *sharebe
 	return p
 }
 
+// failIfExited fails the test, with the command's output, if the command has already exited.
+func (p *sharebenchProc) failIfExited(t *testing.T, when string) {
+	t.Helper()
+	select {
+	case err := <-p.done:
+		p.done <- err
+		t.Fatalf("%s exited %s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(p.cmd.Args, " "), when, err, &p.stdout, &p.stderr)
+	default:
+	}
+}
+
 // wait waits for the command to exit (failing the test after limit) and returns its error.
 func (p *sharebenchProc) wait(t *testing.T, limit time.Duration) error {
 	t.Helper()
@@ -414,9 +425,11 @@ func testSlurmCampaign(t *testing.T, sc *slurmCluster, bin string) {
 	}
 	mon := sc.monitor()
 	start := time.Now()
-	p := sc.start(t, bin, "profile", "run", "--spec", spec, "--backend", "slurm", "--out", out)
+	// --force-out: the planted file makes out a directory sharebench did not write.
+	p := sc.start(t, bin, "profile", "run", "--spec", spec, "--backend", "slurm", "--out", out, "--force-out")
 	var hangTask string
 	waitFor(t, 60*time.Second, "the hanging cell's task to run", func() bool {
+		p.failIfExited(t, "before the hanging cell's task ran")
 		if s := readState(t, out); s != nil {
 			for _, task := range s.Tasks {
 				if task.Index == hang && task.State == "RUNNING" {
