@@ -375,7 +375,7 @@ func writeProfiles(env Env, dir string, plan []RunSpec, formats []string, withJS
 	seen := map[string]bool{}
 	for _, r := range plan {
 		spec := r.Profile
-		spec.XiScale = 0
+		spec.XiScale = nil
 		name := strings.TrimSuffix(spec.Name(), ".json")
 		if seen[name] {
 			continue

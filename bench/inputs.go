@@ -9,6 +9,7 @@ import (
 	"os"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -53,9 +54,9 @@ type ProfileSpec struct {
 	ModelMap string `json:"model_map"`
 	// Derive names a derivation applied to the profile (DeriveNone or DeriveSubBatch).
 	Derive string `json:"derive,omitempty"`
-	// XiScale, when neither 0 nor 1, scales every slowdown: ξ' = 1 + (max(ξ,1) − 1)·XiScale
-	// (see ScaleXi).
-	XiScale float64 `json:"xi_scale,omitempty"`
+	// XiScale, when set and not 1, scales every slowdown: ξ' = 1 + (max(ξ,1) − 1)·XiScale
+	// (see ScaleXi); 0 removes all interference.
+	XiScale *float64 `json:"xi_scale,omitempty"`
 }
 
 // Name returns the file name recorded as the run's profile: the base name of File, with the
@@ -153,16 +154,20 @@ func (in *Inputs) ModelMap(name string) (*profile.ModelMap, error) {
 
 // Profile returns the profile of spec, derived and scaled as it says.
 func (in *Inputs) Profile(spec ProfileSpec) (*profile.Table, error) {
-	key := fmt.Sprintf("profile:%s|%s|%v", spec.File, spec.Derive, spec.XiScale)
+	scale := "none"
+	if spec.XiScale != nil {
+		scale = strconv.FormatFloat(*spec.XiScale, 'g', -1, 64)
+	}
+	key := fmt.Sprintf("profile:%s|%s|%s", spec.File, spec.Derive, scale)
 	v, err := in.get(key, func() (any, error) {
-		if spec.XiScale != 0 && spec.XiScale != 1 {
+		if spec.XiScale != nil && *spec.XiScale != 1 {
 			base := spec
-			base.XiScale = 0
+			base.XiScale = nil
 			t, err := in.Profile(base)
 			if err != nil {
 				return nil, err
 			}
-			return ScaleXi(t, spec.XiScale)
+			return ScaleXi(t, *spec.XiScale)
 		}
 		if spec.Derive != DeriveNone {
 			base := spec

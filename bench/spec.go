@@ -49,10 +49,10 @@ type specDoc struct {
 }
 
 type specProfile struct {
-	File     string  `yaml:"file"`
-	ModelMap string  `yaml:"model_map"`
-	Derive   string  `yaml:"derive"`
-	XiScale  float64 `yaml:"xi_scale"`
+	File     string   `yaml:"file"`
+	ModelMap string   `yaml:"model_map"`
+	Derive   string   `yaml:"derive"`
+	XiScale  *float64 `yaml:"xi_scale"`
 }
 
 type specTrace struct {
@@ -79,7 +79,7 @@ type specSetting struct {
 	MemGiB         float64  `yaml:"gpu_mem_gib"`
 	IntervalS      *float64 `yaml:"interval_s"`
 	Load           float64  `yaml:"load"`
-	XiScale        float64  `yaml:"xi_scale"`
+	XiScale        *float64 `yaml:"xi_scale"`
 	DropOversized  bool     `yaml:"drop_oversized"`
 	LoadCandidates []int    `yaml:"load_candidates"`
 	// Engine options: the restart cost and the Muri lineage's effects.
@@ -504,7 +504,9 @@ func setAxis(s *specSetting, key string, v *yaml.Node) error {
 	case "load":
 		s.Load, err = num()
 	case "xi_scale":
-		s.XiScale, err = num()
+		var x float64
+		x, err = num()
+		s.XiScale = &x
 	case "restart_cost":
 		if _, perr := sim.ParseRestartCost(v.Value); perr != nil && v.Value != "auto" {
 			err = perr
@@ -578,7 +580,7 @@ func (p *specParser) setting(s specSetting, traces map[string]TraceSpec, profile
 	if !ok {
 		return Setting{}, p.errAt(line, "", "setting %s: unknown profile %q (define it under profiles)", s.Name, prName)
 	}
-	if s.XiScale != 0 {
+	if s.XiScale != nil {
 		ps.XiScale = s.XiScale
 	}
 	if s.Load != 0 {

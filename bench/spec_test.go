@@ -151,3 +151,39 @@ func TestDocumentedSpec(t *testing.T) {
 		t.Errorf("first setting %q", got)
 	}
 }
+
+// TestXiScaleZero checks that xi_scale 0 (no interference) is a scale of its own, not the
+// unset default: its profile has every ξ at 1, while 1 keeps the measured slowdowns.
+func TestXiScaleZero(t *testing.T) {
+	spec := specBase + "grid:\n  trace: [a]\n  xi_scale: [0, 1]\npolicies: [sjf-bsbf]\n"
+	spec = strings.Replace(spec, "file: prof.json", "file: repo:results/profiles/gavel-v100.json", 1)
+	e, err := ParseSpec(strings.NewReader(spec), "x.yaml", FileResolver("/specs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(e.Settings) != 2 {
+		t.Fatalf("%d settings, want 2", len(e.Settings))
+	}
+	in := NewInputs(testEnv(t))
+	var above1 []int
+	for _, s := range e.Settings {
+		if s.Profile.XiScale == nil {
+			t.Fatalf("setting %s: xi_scale unset", s.Name)
+		}
+		p, err := in.Profile(s.Profile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, pr := range p.Pairs {
+			if pr.Xi > 1 {
+				n++
+			}
+		}
+		above1 = append(above1, n)
+		t.Logf("xi_scale %g: %d of %d pairs slowed", *s.Profile.XiScale, n, len(p.Pairs))
+	}
+	if above1[0] != 0 || above1[1] == 0 {
+		t.Errorf("pairs with ξ > 1: %d at scale 0 (want 0), %d at scale 1 (want > 0)", above1[0], above1[1])
+	}
+}
