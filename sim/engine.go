@@ -61,6 +61,7 @@ type engine struct {
 	cl    *cluster.Cluster
 	env   *policy.Env
 	obs   Observer
+	names []string      // GPU names for events, made on first need
 	jobs  []*policy.Job // in arrival order
 	byIDs []int32       // job indices sorted by job ID, for lookups
 	// dense maps ID-minID to a job index (-1: none) when the IDs are compact, as they

@@ -69,7 +69,7 @@ func (l *Live) Jobs() []*policy.Job { return l.e.jobs }
 func (l *Live) Job(id trace.JobID) *policy.Job { return l.e.lookup(id) }
 
 // GPUName names a flat GPU index as the decision log does ("node-index").
-func (l *Live) GPUName(g int) string { return l.e.cl.ID(g).String() }
+func (l *Live) GPUName(g int) string { return l.e.gpuName(g) }
 
 // Partners returns the running jobs that share a GPU with running job id, by ID.
 func (l *Live) Partners(id trace.JobID) []trace.JobID {

@@ -43,6 +43,17 @@ func (e *engine) emit(ev Event) {
 	}
 }
 
+// gpuName names GPU g as events do ("node-index"), formatting each name once per run.
+func (e *engine) gpuName(g int) string {
+	if e.names == nil {
+		e.names = make([]string, e.cl.Shape().GPUs())
+	}
+	if e.names[g] == "" {
+		e.names[g] = e.cl.ID(g).String()
+	}
+	return e.names[g]
+}
+
 // JSONLWriter returns an Observer that writes each event as one JSON line to w, and a flush
 // function that returns the first write error.
 func JSONLWriter(w io.Writer) (Observer, func() error) {

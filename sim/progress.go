@@ -340,7 +340,7 @@ func (e *engine) startRunning(i int32, pl policy.Placement) {
 	if e.obs != nil {
 		ids := make([]string, len(j.On))
 		for k, g := range j.On {
-			ids[k] = e.cl.ID(g).String()
+			ids[k] = e.gpuName(g)
 		}
 		e.emit(Event{T: e.now, Kind: Start, Job: j.ID, GPUs: ids, SubBatch: j.Options[pl.Opt].SubBatch, Partners: pl.Partners, Reason: pl.Reason})
 	}
