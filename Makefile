@@ -36,8 +36,8 @@ lint: ## go vet and gofmt
 	$(GO) vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
-bench: ## Go benchmarks: the engine, the trace readers, and "simulate" on trace2, the Philly table as E3 runs it and 10^4-10^6 synthetic jobs (long)
-	$(GO) test -run '^$$' -bench . -benchmem -count 1 -timeout 90m ./sim/ ./trace/ ./cmd/sharebench/
+bench: ## Go benchmarks: the engine, the trace readers, an external policy's cost per decision, and "simulate" on trace2, the Philly table as E3 runs it and 10^4-10^6 synthetic jobs (long)
+	$(GO) test -run '^$$' -bench . -benchmem -count 1 -timeout 90m ./sim/ ./trace/ ./policy/external/ ./cmd/sharebench/
 
 fuzz: ## run every fuzz target for FUZZTIME (default 30s)
 	@set -e; for pkg in $$($(GO) list ./...); do \
