@@ -70,3 +70,40 @@ analysis: {bars: true, curve_x: gpu_mem_gib}
 		t.Errorf("--list: %v\n%s", err, stdout)
 	}
 }
+
+// TestSweepOutSafety: sweep refuses a directory it did not write (keeping what is there) and,
+// even with --force, the directory holding its inputs.
+func TestSweepOutSafety(t *testing.T) {
+	dir, _, _ := fixture(t, smallTrace)
+	spec := `name: one
+profiles:
+  test: {file: profile.json}
+traces:
+  small: {file: trace.csv}
+cluster: {nodes: 1, gpus_per_node: 4, gpu_mem_gib: 16}
+grid: {trace: [small]}
+policies: [sjf]
+seeds: [1]
+`
+	specPath := filepath.Join(dir, "one.yaml")
+	if err := os.WriteFile(specPath, []byte(spec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	foreign := t.TempDir()
+	mine := filepath.Join(foreign, "thesis.tex")
+	if err := os.WriteFile(mine, []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := cli(t, "sweep", specPath, "--out", foreign); err == nil || !strings.Contains(err.Error(), "sharebench did not write") {
+		t.Errorf("foreign --out: err = %v", err)
+	}
+	if b, err := os.ReadFile(mine); err != nil || string(b) != "mine" {
+		t.Errorf("the foreign file was touched: %q, %v", b, err)
+	}
+	if _, _, err := cli(t, "sweep", specPath, "--out", dir, "--force"); err == nil || !strings.Contains(err.Error(), "holds the input") {
+		t.Errorf("--out holding the spec, --force: err = %v", err)
+	}
+	if !exists(specPath) || !exists(filepath.Join(dir, "trace.csv")) {
+		t.Error("an input was removed")
+	}
+}
