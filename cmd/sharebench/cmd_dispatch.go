@@ -36,7 +36,7 @@ func addSlurmFlags(fs *pflag.FlagSet) *dispatchFlags {
 		timeLimit:  fs.String("time", "", "slurm: time limit per task, e.g. 20:00 or 2:00:00"),
 		mem:        fs.String("mem", "", "slurm: --mem per task, e.g. 32G"),
 		maxRunning: fs.Int("max-running", 0, "slurm: at most this many tasks of each array run at once (--array=…%K)"),
-		poll:       fs.Duration("poll", 0, "slurm and kubernetes: first status-polling `interval` (default 5s, backing off to 60s)"),
+		poll:       fs.Duration("poll", 0, "slurm: first status-polling `interval` (default 5s, backing off to 60s)"),
 		sharebench: fs.String("sharebench", "", "slurm: absolute `path` of sharebench on the compute nodes (default: this executable)"),
 	}
 }
@@ -44,6 +44,9 @@ func addSlurmFlags(fs *pflag.FlagSet) *dispatchFlags {
 // addDispatchFlags registers the Slurm and Kubernetes flags on fs.
 func addDispatchFlags(fs *pflag.FlagSet) *dispatchFlags {
 	f := addSlurmFlags(fs)
+	// Both engines use these two.
+	fs.Lookup("poll").Usage = "slurm and kubernetes: first status-polling `interval` (default 5s, backing off to 60s)"
+	fs.Lookup("max-running").Usage = "slurm: at most this many tasks of each array run at once (--array=…%K); kubernetes: the Job's parallelism"
 	f.namespace = fs.String("namespace", "", "kubernetes: namespace of the Job (default: the campaign's kubernetes.namespace, else kubectl's)")
 	f.kubeContext = fs.String("kube-context", "", "kubernetes: kubectl --context")
 	f.image = fs.String("image", "", "kubernetes: image with sharebench and the workloads (default sharebench-harness:latest)")
