@@ -132,6 +132,7 @@ func Claims(runs []*results.Run) (Table, error) {
 		}
 	}
 	l := newLayout(cells)
+	l.perExperiment(cells)
 	t := Table{
 		Title: "Paper claims vs this reproduction (average JCT)",
 		Header: l.header("claim", "comparison", "paper Δ avg JCT (%)", "our Δ avg JCT (%)", "95% CI (%)",

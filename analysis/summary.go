@@ -83,6 +83,32 @@ func findSeries(groups []*Group, c cellKey, name string) *Group {
 type layout struct {
 	experiment bool              // some group has an experiment label
 	settings   map[string]string // setting → its varying part; nil when all settings are equal
+	// byExp, when set, replaces settings: experiment → setting → what varies within that
+	// experiment (see perExperiment).
+	byExp map[string]map[string]string
+}
+
+// perExperiment makes each row show only what varies within its own experiment: in a table
+// that spans experiments, a key that one of them varies (E6-profiles' profile) would otherwise
+// be shown on every row of the others.
+func (l *layout) perExperiment(groups []*Group) {
+	settings := map[string][]string{}
+	for _, g := range groups {
+		settings[g.Experiment] = append(settings[g.Experiment], g.Setting)
+	}
+	byExp := map[string]map[string]string{}
+	varies := false
+	for e, s := range settings {
+		byExp[e] = varyingSettings(s)
+		for _, v := range byExp[e] {
+			varies = varies || v != ""
+		}
+	}
+	if varies {
+		l.byExp = byExp
+	} else {
+		l.settings = nil // no experiment varies its settings: no setting column
+	}
 }
 
 func newLayout(groups []*Group) layout {
@@ -109,7 +135,7 @@ func (l layout) header(rest ...string) []string {
 		h = append(h, "experiment")
 	}
 	h = append(h, "trace")
-	if l.settings != nil {
+	if l.settings != nil || l.byExp != nil {
 		h = append(h, "setting")
 	}
 	return append(h, rest...)
@@ -122,7 +148,10 @@ func (l layout) row(g *Group, rest ...string) []string {
 		r = append(r, dash(g.Experiment))
 	}
 	r = append(r, g.Trace)
-	if l.settings != nil {
+	switch {
+	case l.byExp != nil:
+		r = append(r, dash(l.byExp[g.Experiment][g.Setting]))
+	case l.settings != nil:
 		r = append(r, dash(l.settings[g.Setting]))
 	}
 	return append(r, rest...)

@@ -265,7 +265,7 @@ func (r claimRow) where() string {
 	parts := []string{r["trace"]}
 	var set []string
 	for _, kv := range strings.Fields(r["setting"]) {
-		if !strings.HasSuffix(kv, "=–") {
+		if kv != "–" && !strings.HasSuffix(kv, "=–") {
 			set = append(set, kv)
 		}
 	}
