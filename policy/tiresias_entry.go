@@ -27,6 +27,7 @@ type TiresiasEntry struct {
 	authors bool
 	st      []tiresiasJob     // by Job.Idx
 	due     binHeap[deadline] // by deadlineBefore
+	dueCap  int               // due's length at which stale deadlines are dropped (push)
 }
 
 type tiresiasJob struct {
@@ -177,7 +178,7 @@ func (t *TiresiasEntry) Schedule(s *State) (Plan, error) {
 			if st.queue > 0 {
 				// The job waits from now; its attained service is frozen while it waits.
 				wait := simtime.FromNanos(math.Ceil(float64(j.Executed(s.Now)-st.base) * t.starve))
-				t.due.push(deadline{at: simtime.Add(s.Now, max(wait, 1)), job: id, j: j, runs: j.Preempts + 1})
+				t.push(deadline{at: simtime.Add(s.Now, max(wait, 1)), job: id, j: j, runs: j.Preempts + 1})
 			}
 		}
 	}
@@ -198,7 +199,20 @@ func (t *TiresiasEntry) pushDemotion(j *Job, st *tiresiasJob, now time.Duration)
 	if t.gpuTime {
 		left = (left + time.Duration(j.GPUs) - 1) / time.Duration(j.GPUs)
 	}
-	t.due.push(deadline{at: simtime.Add(now, max(left, 1)), job: j.ID, j: j, runs: j.Preempts, demote: true})
+	t.push(deadline{at: simtime.Add(now, max(left, 1)), job: j.ID, j: j, runs: j.Preempts, demote: true})
+}
+
+// push adds d to due. Every restart leaves the job's previous deadline stale, so when due has
+// doubled since it was last cleaned the stale deadlines leave it: a job's Preempts count only
+// grows, so one that is past a deadline's stays past it, and a stale deadline is skipped
+// wherever it pops.
+func (t *TiresiasEntry) push(d deadline) {
+	t.due.push(d)
+	if t.due.len() < t.dueCap {
+		return
+	}
+	t.due.drop(func(d deadline) bool { return d.j.Done || d.j.Preempts > d.runs })
+	t.dueCap = max(2*t.due.len(), 4096)
 }
 
 // deadline is a future demotion or promotion; runs is the job's Preempts count it is valid for.
