@@ -3,6 +3,7 @@ package policy
 import (
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/sharebench/sharebench/internal/simtime"
@@ -28,6 +29,11 @@ type TiresiasEntry struct {
 	st      []tiresiasJob     // by Job.Idx
 	due     binHeap[deadline] // by deadlineBefore
 	dueCap  int               // due's length at which stale deadlines are dropped (push)
+	// stale holds, sorted from stale[staleAt] on, the times of the stale deadlines dropped
+	// from due: each still wakes the engine, as it did from due (an event is not free: with
+	// the lineage's per-event overhead every event costs running jobs progress).
+	stale   []time.Duration
+	staleAt int
 }
 
 type tiresiasJob struct {
@@ -182,8 +188,8 @@ func (t *TiresiasEntry) Schedule(s *State) (Plan, error) {
 			}
 		}
 	}
-	if t.due.len() > 0 {
-		plan.Wake = max(t.due.top().at, s.Now+1)
+	if next, ok := t.next(s.Now); ok {
+		plan.Wake = max(next, s.Now+1)
 	}
 	return plan, nil
 }
@@ -211,8 +217,46 @@ func (t *TiresiasEntry) push(d deadline) {
 	if t.due.len() < t.dueCap {
 		return
 	}
-	t.due.drop(func(d deadline) bool { return d.j.Done || d.j.Preempts > d.runs })
-	t.dueCap = max(2*t.due.len(), 4096)
+	var times []time.Duration
+	t.due.drop(func(d deadline) bool {
+		dead := d.j.Done || d.j.Preempts > d.runs
+		if dead {
+			times = append(times, d.at)
+		}
+		return dead
+	})
+	slices.Sort(times)
+	rest := t.stale[t.staleAt:]
+	merged := make([]time.Duration, 0, len(rest)+len(times))
+	for len(rest) > 0 && len(times) > 0 {
+		if rest[0] <= times[0] {
+			merged, rest = append(merged, rest[0]), rest[1:]
+		} else {
+			merged, times = append(merged, times[0]), times[1:]
+		}
+	}
+	t.stale, t.staleAt = append(append(merged, rest...), times...), 0
+	t.dueCap = max(2*t.due.len(), minDueCap)
+}
+
+// minDueCap is the length of due below which stale deadlines are left alone (a variable for
+// tests, which clean at every push).
+var minDueCap = 4096
+
+// next returns the earliest deadline after now, stale ones included. (Those due by now popped
+// at the start of the call, or were dropped from due during it.)
+func (t *TiresiasEntry) next(now time.Duration) (time.Duration, bool) {
+	for t.staleAt < len(t.stale) && t.stale[t.staleAt] <= now {
+		t.staleAt++
+	}
+	next, ok := simtime.Never, false
+	if t.due.len() > 0 {
+		next, ok = t.due.top().at, true
+	}
+	if t.staleAt < len(t.stale) {
+		next, ok = min(next, t.stale[t.staleAt]), true
+	}
+	return next, ok
 }
 
 // deadline is a future demotion or promotion; runs is the job's Preempts count it is valid for.
