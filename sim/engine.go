@@ -71,7 +71,6 @@ type engine struct {
 	stats        []jobStats
 	ver          []uint32
 	q            queue
-	qLimit       int // queue length at which stale events are dropped (bound)
 	now          time.Duration
 	next         int // next arrival
 	done         int

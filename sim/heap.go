@@ -51,13 +51,7 @@ func (q *queue) pop() event {
 	n := len(q.ev) - 1
 	q.ev[0] = q.ev[n]
 	q.ev = q.ev[:n]
-	q.down(0)
-	return top
-}
-
-// down restores the heap below i.
-func (q *queue) down(i int) {
-	n := len(q.ev)
+	i := 0
 	for {
 		l, r, m := 2*i+1, 2*i+2, i
 		if l < n && q.less(l, m) {
@@ -72,23 +66,7 @@ func (q *queue) down(i int) {
 		q.ev[i], q.ev[m] = q.ev[m], q.ev[i]
 		i = m
 	}
-}
-
-// compact drops the events dead reports and rebuilds the heap. The order is total (t, seq), so
-// the remaining events pop exactly as they would have.
-func (q *queue) compact(dead func(*event) bool) {
-	k := 0
-	for i := range q.ev {
-		if !dead(&q.ev[i]) {
-			q.ev[k] = q.ev[i]
-			k++
-		}
-	}
-	clear(q.ev[k:])
-	q.ev = q.ev[:k]
-	for i := k/2 - 1; i >= 0; i-- {
-		q.down(i)
-	}
+	return top
 }
 
 func (q *queue) len() int { return len(q.ev) }

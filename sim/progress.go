@@ -132,23 +132,8 @@ func (e *engine) rerate(i int32, buf []*policy.Job) []*policy.Job {
 		at = e.now + j.P.Overhead + time.Duration(math.Round(ns))
 	}
 	e.q.push(event{t: at, kind: evFinish, job: i, ver: e.ver[i]})
-	e.bound()
 	return buf
 }
-
-// bound keeps the stale completion events (every re-rate leaves one) from outgrowing the live
-// ones: when the queue has doubled since it was last compacted, the stale events leave it. A
-// stale event's version never comes back, so dropping it changes nothing but memory.
-func (e *engine) bound() {
-	if e.q.len() < e.qLimit {
-		return
-	}
-	e.q.compact(func(ev *event) bool { return ev.kind == evFinish && ev.ver != e.ver[ev.job] })
-	e.qLimit = max(2*e.q.len(), minQueueLimit)
-}
-
-// minQueueLimit is the queue length below which stale events are left alone.
-const minQueueLimit = 4096
 
 // touch settles job i and its partners before a change of co-location; it returns them.
 func (e *engine) touch(i int32, buf []*policy.Job) []*policy.Job {
