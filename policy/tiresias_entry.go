@@ -225,17 +225,8 @@ func (t *TiresiasEntry) push(d deadline) {
 		}
 		return dead
 	})
-	slices.Sort(times)
-	rest := t.stale[t.staleAt:]
-	merged := make([]time.Duration, 0, len(rest)+len(times))
-	for len(rest) > 0 && len(times) > 0 {
-		if rest[0] <= times[0] {
-			merged, rest = append(merged, rest[0]), rest[1:]
-		} else {
-			merged, times = append(merged, times[0]), times[1:]
-		}
-	}
-	t.stale, t.staleAt = append(append(merged, rest...), times...), 0
+	t.stale, t.staleAt = slices.Concat(t.stale[t.staleAt:], times), 0
+	slices.Sort(t.stale)
 	t.dueCap = max(2*t.due.len(), minDueCap)
 }
 
