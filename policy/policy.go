@@ -192,15 +192,39 @@ type Progress struct {
 
 // RemIters returns the iterations left at time now.
 func (j *Job) RemIters(now time.Duration) float64 {
-	p := &j.P
 	if !j.Running {
-		return p.Rem
+		return j.P.Rem
 	}
+	return j.P.RemAt(now)
+}
+
+// RemAt returns the iterations left at now of a job running since At: none of the time before
+// At+Overhead advances it.
+func (p *Progress) RemAt(now time.Duration) float64 {
 	dt := now - p.At - p.Overhead
 	if dt <= 0 {
 		return p.Rem
 	}
 	return math.Max(0, p.Rem-dt.Seconds()*p.Rate)
+}
+
+// Advance brings the progress of a job that ran from At to now (after At) up to now: the
+// restart overhead is paid first, then iterations go at Rate. The engine and the replay's
+// virtual world both settle with it, so the two agree to the last bit.
+func (p *Progress) Advance(now time.Duration) {
+	dt := now - p.At
+	p.Exec += dt
+	run := dt
+	if p.Overhead > 0 {
+		u := min(run, p.Overhead)
+		p.Overhead -= u
+		run -= u
+	}
+	p.Rem -= run.Seconds() * p.Rate
+	if p.Rem < 0 {
+		p.Rem = 0
+	}
+	p.At = now
 }
 
 // Executed returns the wall time the job has run so far (its attained service in time).

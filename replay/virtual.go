@@ -30,17 +30,14 @@ type Virtual struct {
 }
 
 type vjob struct {
-	j        *policy.Job
-	cfg      profile.Config // Model "" when the job runs at the trace's iteration time
-	excl     time.Duration
-	rem      float64
-	at       time.Duration
-	rate     float64
-	overhead time.Duration
-	gpus     []int
-	running  bool
-	started  bool
-	end      time.Duration // predicted completion while running
+	j       *policy.Job
+	cfg     profile.Config // Model "" when the job runs at the trace's iteration time
+	excl    time.Duration
+	p       policy.Progress // the engine's progress arithmetic (Exec unused)
+	gpus    []int
+	running bool
+	started bool
+	end     time.Duration // predicted completion while running
 }
 
 // NewVirtual returns a virtual world for prof (nil: the trace's iteration times, no sharing),
@@ -59,7 +56,7 @@ func (v *Virtual) Begin(l *sim.Live) error {
 func (v *Virtual) Start(_ context.Context, j *policy.Job, gpus []int, opt int) error {
 	vj := v.jobs[j.ID]
 	if vj == nil {
-		vj = &vjob{j: j, rem: float64(j.Iters)}
+		vj = &vjob{j: j, p: policy.Progress{Rem: float64(j.Iters)}}
 		v.jobs[j.ID] = vj
 	}
 	if vj.running {
@@ -81,9 +78,9 @@ func (v *Virtual) Start(_ context.Context, j *policy.Job, gpus []int, opt int) e
 		v.settle(v.jobs[id])
 	}
 	vj.gpus = slices.Clone(gpus)
-	vj.running, vj.at, vj.overhead = true, v.now, 0
+	vj.running, vj.p.At, vj.p.Overhead = true, v.now, 0
 	if vj.started {
-		vj.overhead = v.restart.RestartOf(v.prof, j.Model, model, j.GPUs)
+		vj.p.Overhead = v.restart.RestartOf(v.prof, j.Model, model, j.GPUs)
 	}
 	vj.started = true
 	for _, g := range gpus {
@@ -109,8 +106,8 @@ func (v *Virtual) Stop(_ context.Context, id trace.JobID) (float64, error) {
 	if err := v.remove(vj); err != nil {
 		return 0, err
 	}
-	vj.overhead = 0
-	return vj.rem, nil
+	vj.p.Overhead = 0
+	return vj.p.Rem, nil
 }
 
 // Remaining returns the iterations running job id has left now.
@@ -120,13 +117,9 @@ func (v *Virtual) Remaining(id trace.JobID) float64 {
 		return 0
 	}
 	if !vj.running {
-		return vj.rem
+		return vj.p.Rem
 	}
-	dt := v.now - vj.at - vj.overhead
-	if dt <= 0 {
-		return vj.rem
-	}
-	return math.Max(0, vj.rem-dt.Seconds()*vj.rate)
+	return vj.p.RemAt(v.now)
 }
 
 // Wait jumps to the next predicted completion when it comes no later than until (or there is
@@ -156,7 +149,7 @@ func (v *Virtual) Wait(_ context.Context, until time.Duration, ok bool) (time.Du
 			if err := v.remove(vj); err != nil {
 				return 0, nil, err
 			}
-			vj.rem = 0
+			vj.p.Rem = 0
 			done = append(done, id)
 			again = true // a partner's new prediction may fall on the same instant
 		}
@@ -192,21 +185,9 @@ func (v *Virtual) remove(vj *vjob) error {
 
 // settle brings a running job's progress up to now.
 func (v *Virtual) settle(vj *vjob) {
-	dt := v.now - vj.at
-	if !vj.running || dt <= 0 {
-		return
+	if vj.running && v.now > vj.p.At {
+		vj.p.Advance(v.now)
 	}
-	run := dt
-	if vj.overhead > 0 {
-		u := min(run, vj.overhead)
-		vj.overhead -= u
-		run -= u
-	}
-	vj.rem -= run.Seconds() * vj.rate
-	if vj.rem < 0 {
-		vj.rem = 0
-	}
-	vj.at = v.now
 }
 
 // rate sets a running job's speed from the slowdowns of the jobs on its GPUs and predicts its
@@ -224,8 +205,8 @@ func (v *Virtual) rate(vj *vjob) error {
 		}
 		xi = max(xi, max(x, 1))
 	}
-	vj.rate = 1 / (vj.excl.Seconds() * xi)
-	vj.end = v.now + vj.overhead + time.Duration(math.Round(vj.rem/vj.rate*1e9))
+	vj.p.Rate = 1 / (vj.excl.Seconds() * xi)
+	vj.end = v.now + vj.p.Overhead + time.Duration(math.Round(vj.p.Rem/vj.p.Rate*1e9))
 	return nil
 }
 

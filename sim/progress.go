@@ -69,18 +69,7 @@ func (e *engine) settle(i int32) {
 	if e.stats[i].sharedNow {
 		e.stats[i].sharedFor += dt
 	}
-	p.Exec += dt
-	run := dt
-	if p.Overhead > 0 {
-		u := min(run, p.Overhead)
-		p.Overhead -= u
-		run -= u
-	}
-	p.Rem -= run.Seconds() * p.Rate
-	if p.Rem < 0 {
-		p.Rem = 0
-	}
-	p.At = e.now
+	p.Advance(e.now)
 }
 
 // partners returns the distinct jobs sharing a GPU with j.
