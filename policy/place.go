@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/sharebench/sharebench/cluster"
 	"github.com/sharebench/sharebench/trace"
@@ -44,6 +45,27 @@ type placer struct {
 	// scanOnly turns tooFew off (the exhaustive walk, which tests check it against).
 	scanOnly bool
 	lpci     []int32 // by index in lp: the index in checked of its resident (bestBenefit2)
+	solos    []solo  // by GPU (bestBenefit2; nil until first needed)
+}
+
+// solo is a copy, kept in the slot of a GPU, of what bestBenefit2's share check reads of the
+// running job alone on it. Near saturation every attempt scans hundreds of such GPUs, and
+// reading the jobs' own records, scattered in memory, is what made the scan slow. A copy is
+// valid until the engine re-rates the job, which it does whenever it sets the job's progress,
+// rate or placement (State.Rerated); the placer sees every call's State (reset).
+type solo struct {
+	id    trace.JobID
+	idx   int32
+	valid bool
+	multi bool // the job has more GPUs
+	gc    int
+	cfg   int
+	excl  time.Duration
+	xi    float64
+	p     Progress
+	t0    float64 // the remaining time in seconds at p.At, for failsSurely
+	at    uint32  // the call etc was computed in
+	etc   float64 // the remaining time in seconds at call at
 }
 
 // taken reports whether GPU g is already in p.tmp. With two jobs per GPU a GPU hosts one
@@ -70,8 +92,72 @@ func (p *placer) reset(s *State) {
 	if p.call++; p.call == 0 { // wrapped: forget every stamp
 		clear(p.plannedAt)
 		clear(p.etcAt)
+		for g := range p.solos {
+			p.solos[g].at = 0
+		}
 		p.call = 1
 	}
+	if p.solos == nil {
+		return
+	}
+	if s.Resync {
+		clear(p.solos)
+		return
+	}
+	for _, j := range s.Rerated {
+		if j.Running {
+			for _, g := range j.On {
+				p.solos[g].valid = false
+			}
+		}
+	}
+}
+
+// soloOn returns the resident of candidate GPU g (one job, id) as bestBenefit2 sees it. When
+// the GPU's copy is still the job's it returns the copy (sl), whose remaining time is computed
+// only if needed (failsSurely, remTime); otherwise it returns the job's view with its remaining
+// time (etc, sl nil) and, for a running job not placed in this call, copies it for later calls.
+// The exhaustive walk (scanOnly) reads the jobs only, so that tests check the copies against it.
+func (p *placer) soloOn(g int, id trace.JobID) (idx int32, multi bool, gc, cfg int, sl *solo, etc float64, err error) {
+	sl = &p.solos[g]
+	if sl.valid && sl.id == id && p.plannedAt[sl.idx] != p.call && !p.scanOnly {
+		return sl.idx, sl.multi, sl.gc, sl.cfg, sl, 0, nil
+	}
+	r, err := p.resident(id)
+	if err != nil {
+		return 0, false, 0, 0, nil, 0, err
+	}
+	j := r.job
+	if j.Running && p.plannedAt[j.Idx] != p.call && !p.scanOnly {
+		o := j.Options[j.Opt]
+		*sl = solo{id: id, idx: j.Idx, valid: true, multi: j.GPUs > 1, gc: j.GC, cfg: o.Cfg,
+			excl: o.Excl, xi: j.Xi, p: j.P, t0: j.P.Rem * (float64(o.Excl) * 1e-9) * j.Xi, at: p.call, etc: r.etc}
+	}
+	return j.Idx, j.GPUs > 1, j.GC, j.Options[r.opt].Cfg, nil, r.etc, nil
+}
+
+// remTime returns the resident's remaining time in seconds at now, exactly as RemTime does.
+func (sl *solo) remTime(call uint32, now time.Duration) float64 {
+	if sl.at != call {
+		sl.at, sl.etc = call, runRemTime(&sl.p, sl.excl, sl.xi, now).Seconds()
+	}
+	return sl.etc
+}
+
+// failsSurely reports whether the share check of a pending job against this resident fails by
+// more than any rounding: it estimates the resident's remaining time as t0 less the time run
+// since, which is within 1e-12 of it relatively (plus the nanosecond rounding), and bounds how
+// far that error and the rounding of the check can move t_con − t_seq. Near saturation most
+// candidates fail by far, and this skips the exact remaining time for them; every other one
+// gets the exact check, so decisions stay the same to the last bit.
+func (sl *solo) failsSurely(now time.Duration, etcA, etcWait, xiA, xiB float64) bool {
+	dt := max(0, float64(now-sl.p.At-sl.p.Overhead)*1e-9)
+	etcB := max(0, sl.t0-dt)
+	errB := 1e-12*(sl.t0+dt) + 1e-8
+	_, tCon, tSeq := shareAt(etcA, etcWait, etcB, xiA, xiB)
+	// t_con − t_seq moves by at most (|1 − 1/(2ξA)|·ξB + 1) per second of etcB.
+	tol := (math.Abs(1-1/(2*xiA))*xiB+1)*errB + 1e-12*(etcA+etcWait+xiA*etcA+(xiB+1)*(etcB+errB))
+	return tCon-tSeq > tol // false for NaN: then the exact check decides
 }
 
 // scratch makes the per-job scratch space.
@@ -396,31 +482,37 @@ func (p *placer) bestBenefit2(j *Job, opt int, etcA, etcWait float64) (gpus []in
 		p.try = 1
 	}
 	usable := 0 // candidate GPUs whose resident passes
+	if p.solos == nil {
+		p.solos = make([]solo, cl.Shape().GPUs())
+	}
 	for _, g := range p.lp {
 		id := cl.Jobs(g)[0]
-		r, err := p.resident(id)
+		idx, multi, rgc, rc, sl, etc, err := p.soloOn(g, id)
 		if err != nil {
 			return nil, nil, 0, "", err
 		}
-		multi := r.job.GPUs > 1
-		if i := r.job.Idx; multi && p.seenAt[i] == p.try {
-			ci := p.seen[i]
-			p.lpci = append(p.lpci, ci)
-			if p.checked[ci].ok {
-				usable++
+		if multi {
+			if p.seenAt[idx] == p.try {
+				ci := p.seen[idx]
+				p.lpci = append(p.lpci, ci)
+				if p.checked[ci].ok {
+					usable++
+				}
+				continue
 			}
-			continue
 		}
 		c := checked{id: id, gpu: g}
-		rc := r.job.Options[r.opt].Cfg
-		xiA, okA := env.pair(j.GC, cfg, r.job.GC, rc)
-		xiB, okB := env.pair(r.job.GC, rc, j.GC, cfg)
-		if okA && okB {
-			c.ok, c.tCon, c.tSeq = shareAt(etcA, etcWait, r.etc, xiA, xiB)
+		xiA, okA := env.pair(j.GC, cfg, rgc, rc)
+		xiB, okB := env.pair(rgc, rc, j.GC, cfg)
+		if okA && okB && (sl == nil || !sl.failsSurely(p.s.Now, etcA, etcWait, xiA, xiB)) {
+			if sl != nil {
+				etc = sl.remTime(p.call, p.s.Now)
+			}
+			c.ok, c.tCon, c.tSeq = shareAt(etcA, etcWait, etc, xiA, xiB)
 		}
 		ci := int32(len(p.checked))
 		if multi {
-			p.seenAt[r.job.Idx], p.seen[r.job.Idx] = p.try, ci
+			p.seenAt[idx], p.seen[idx] = p.try, ci
 		}
 		p.lpci = append(p.lpci, ci)
 		p.checked = append(p.checked, c)

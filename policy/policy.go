@@ -88,6 +88,9 @@ type State struct {
 	// call (they started, a partner came or went, or the lineage effect), so policies can keep
 	// derived orders of running jobs; a listed job may have stopped since.
 	Rerated []*Job
+	// Resync says that the progress of running jobs may also have changed outside Rerated (a
+	// live run sets it from measurements): what a policy derived from it must be rebuilt.
+	Resync bool
 }
 
 func (s *State) byID(id trace.JobID) *Job { return s.ByID[id] }
@@ -252,9 +255,15 @@ func (j *Job) IterTime() time.Duration {
 func (j *Job) RemTime(now time.Duration) time.Duration {
 	// In seconds, then nanoseconds: the same float operations as ever, so the same keys.
 	if j.Running {
-		return simtime.FromNonNegNanos(j.RemIters(now) * float64(j.Options[j.Opt].Excl) * j.Xi / 1e9 * 1e9)
+		return runRemTime(&j.P, j.Options[j.Opt].Excl, j.Xi, now)
 	}
 	return simtime.FromNonNegNanos(j.P.Rem * float64(j.Options[j.Fast].Excl) / 1e9 * 1e9)
+}
+
+// runRemTime is RemTime of a running job with progress p, exclusive iteration time excl and
+// slowdown xi: the one expression, which the share scan's copies of running jobs use too.
+func runRemTime(p *Progress, excl time.Duration, xi float64, now time.Duration) time.Duration {
+	return simtime.FromNonNegNanos(p.RemAt(now) * float64(excl) * xi / 1e9 * 1e9)
 }
 
 // seconds converts float seconds to a Duration, saturating beyond the int64 range.

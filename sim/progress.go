@@ -186,6 +186,7 @@ func (e *engine) schedule() error {
 		st.Running = e.run
 		st.Finished = e.finished
 		st.Rerated = e.rerated
+		st.Resync = e.live
 		mark := e.cl.Mark()
 		plan, err := e.pol.Schedule(st)
 		e.cl.Rollback(mark)
