@@ -572,6 +572,9 @@ func (g *greedy) try(j *Job, v int) (bool, error) {
 	if err := s.Cluster.PlaceTagged(j.ID, pl.GPUs, o.Mem, o.Tag); err != nil {
 		return false, fmt.Errorf("policy %s: job %d: %w", g.name, j.ID, err)
 	}
+	if g.p.ix.on {
+		g.p.ix.planned = append(g.p.ix.planned, pl.GPUs...)
+	}
 	pl.Job = j.ID
 	back := v >= 0 && pl.Opt == j.Opt && sameSet(pl.GPUs, j.On)
 	if !g.exclusive {

@@ -44,8 +44,12 @@ type placer struct {
 	gpusOf [][]int // usable GPUs of each checked job
 	// scanOnly turns tooFew off (the exhaustive walk, which tests check it against).
 	scanOnly bool
-	lpci     []int32 // by index in lp: the index in checked of its resident (bestBenefit2)
-	solos    []solo  // by GPU (bestBenefit2; nil until first needed)
+	lpci     []int32   // by index in lp: the index in checked of its resident (bestBenefit2)
+	solos    []solo    // by GPU (bestBenefit2; nil until first needed)
+	tagAt    []uint32  // by tag: the attempt (try) tagPairs is for
+	tagPairs []tagPair // by tag
+	ix       shareIndex
+	ixBest   []ixCand
 }
 
 // solo is a copy, kept in the slot of a GPU, of what bestBenefit2's share check reads of the
@@ -57,9 +61,8 @@ type solo struct {
 	id    trace.JobID
 	idx   int32
 	valid bool
-	multi bool // the job has more GPUs
-	gc    int
-	cfg   int
+	multi bool  // the job has more GPUs
+	tag   int32 // of its option (Env.Tags): class, configuration, memory
 	excl  time.Duration
 	xi    float64
 	p     Progress
@@ -98,10 +101,12 @@ func (p *placer) reset(s *State) {
 		p.call = 1
 	}
 	if p.solos == nil {
+		p.updateIndex(s)
 		return
 	}
 	if s.Resync {
 		clear(p.solos)
+		p.ix.off = true
 		return
 	}
 	for _, j := range s.Rerated {
@@ -111,29 +116,61 @@ func (p *placer) reset(s *State) {
 			}
 		}
 	}
+	p.updateIndex(s)
 }
 
-// soloOn returns the resident of candidate GPU g (one job, id) as bestBenefit2 sees it. When
-// the GPU's copy is still the job's it returns the copy (sl), whose remaining time is computed
-// only if needed (failsSurely, remTime); otherwise it returns the job's view with its remaining
-// time (etc, sl nil) and, for a running job not placed in this call, copies it for later calls.
-// The exhaustive walk (scanOnly) reads the jobs only, so that tests check the copies against it.
-func (p *placer) soloOn(g int, id trace.JobID) (idx int32, multi bool, gc, cfg int, sl *solo, etc float64, err error) {
-	sl = &p.solos[g]
-	if sl.valid && sl.id == id && p.plannedAt[sl.idx] != p.call && !p.scanOnly {
-		return sl.idx, sl.multi, sl.gc, sl.cfg, sl, 0, nil
-	}
+// residentOn returns the resident of candidate GPU g (one job, id) as the share check sees it,
+// from the job itself, and, for a running job not placed in this call, copies it into the GPU's
+// slot for the calls to come. The exhaustive walk (scanOnly) reads the jobs only, so that tests
+// check the copies against it.
+func (p *placer) residentOn(g int, id trace.JobID) (partner, error) {
 	r, err := p.resident(id)
 	if err != nil {
-		return 0, false, 0, 0, nil, 0, err
+		return partner{}, err
 	}
-	j := r.job
-	if j.Running && p.plannedAt[j.Idx] != p.call && !p.scanOnly {
+	if j := r.job; j.Running && p.plannedAt[j.Idx] != p.call && !p.scanOnly {
 		o := j.Options[j.Opt]
-		*sl = solo{id: id, idx: j.Idx, valid: true, multi: j.GPUs > 1, gc: j.GC, cfg: o.Cfg,
+		p.solos[g] = solo{id: id, idx: j.Idx, valid: true, multi: j.GPUs > 1, tag: o.Tag,
 			excl: o.Excl, xi: j.Xi, p: j.P, t0: j.P.Rem * (float64(o.Excl) * 1e-9) * j.Xi, at: p.call, etc: r.etc}
 	}
-	return j.Idx, j.GPUs > 1, j.GC, j.Options[r.opt].Cfg, nil, r.etc, nil
+	return r, nil
+}
+
+// fresh reports whether slot sl still holds a copy of job id, running and not placed in this
+// call.
+func (p *placer) fresh(sl *solo, id trace.JobID) bool {
+	return sl.valid && sl.id == id && sl.tag > 0 && !p.scanOnly && p.plannedAt[sl.idx] != p.call
+}
+
+// pairOf returns, once per attempt and tag, the slowdowns of the pending job (class gc,
+// configuration cfg) and a resident of the tag next to each other, with the bound failsSurely
+// needs.
+func (p *placer) pairOf(gc, cfg int, tag int32) tagPair {
+	if p.tagAt[tag] == p.try {
+		return p.tagPairs[tag]
+	}
+	env := p.s.Env
+	r := env.Tags[tag]
+	var tp tagPair
+	xiA, okA := env.pair(gc, cfg, r.GC, r.Cfg)
+	xiB, okB := env.pair(r.GC, r.Cfg, gc, cfg)
+	if okA && okB {
+		tp = newTagPair(xiA, xiB)
+	}
+	p.tagAt[tag], p.tagPairs[tag] = p.try, tp
+	return tp
+}
+
+// newTagPair returns the tagPair of slowdowns xiA and xiB: t_con − t_seq moves by at most
+// |1 − 1/(2ξA)|·ξB + 1 per second of the resident's remaining time.
+func newTagPair(xiA, xiB float64) tagPair {
+	return tagPair{ok: true, xiA: xiA, xiB: xiB, lip: math.Abs(1-1/(2*xiA))*xiB + 1}
+}
+
+// tagPair is what a share check needs of a pending job and a resident's tag.
+type tagPair struct {
+	ok            bool
+	xiA, xiB, lip float64
 }
 
 // remTime returns the resident's remaining time in seconds at now, exactly as RemTime does.
@@ -150,13 +187,12 @@ func (sl *solo) remTime(call uint32, now time.Duration) float64 {
 // far that error and the rounding of the check can move t_con − t_seq. Near saturation most
 // candidates fail by far, and this skips the exact remaining time for them; every other one
 // gets the exact check, so decisions stay the same to the last bit.
-func (sl *solo) failsSurely(now time.Duration, etcA, etcWait, xiA, xiB float64) bool {
+func (sl *solo) failsSurely(now time.Duration, etcA, etcWait float64, tp tagPair) bool {
 	dt := max(0, float64(now-sl.p.At-sl.p.Overhead)*1e-9)
 	etcB := max(0, sl.t0-dt)
 	errB := 1e-12*(sl.t0+dt) + 1e-8
-	_, tCon, tSeq := shareAt(etcA, etcWait, etcB, xiA, xiB)
-	// t_con − t_seq moves by at most (|1 − 1/(2ξA)|·ξB + 1) per second of etcB.
-	tol := (math.Abs(1-1/(2*xiA))*xiB+1)*errB + 1e-12*(etcA+etcWait+xiA*etcA+(xiB+1)*(etcB+errB))
+	_, tCon, tSeq := shareAt(etcA, etcWait, etcB, tp.xiA, tp.xiB)
+	tol := tp.lip*errB + 1e-12*(etcA+etcWait+tp.xiA*etcA+(tp.xiB+1)*(etcB+errB))
 	return tCon-tSeq > tol // false for NaN: then the exact check decides
 }
 
@@ -352,8 +388,18 @@ func (p *placer) bestBenefit(j *Job, opt int) (gpus []int, partners []trace.JobI
 		return gpus, nil, 0, "idle GPUs", nil
 	}
 	// Without enough GPUs whose resident the profile pairs with j, no share check can help.
-	if few, _ := p.tooFew(j, opt, true); few {
+	few, told := p.tooFew(j, opt, true)
+	if few {
 		return nil, nil, 0, "", nil
+	}
+	if told && p.ix.on && !p.ix.off {
+		// The index finds the partners without the scan.
+		p.split(o.Mem, need, true)
+		rem := j.RemIters(p.s.Now)
+		gpus, partners, score, why, ok, err := p.indexed(j, opt, rem*o.Excl.Seconds(), rem*j.Options[j.Fast].Excl.Seconds())
+		if ok || err != nil {
+			return gpus, partners, score, why, err
+		}
 	}
 	p.split(o.Mem, need, false)
 	if len(p.hp)+len(p.lp) < need {
@@ -372,6 +418,7 @@ func (p *placer) bestBenefit(j *Job, opt int) (gpus []int, partners []trace.JobI
 	p.scratch()
 	if p.try++; p.try == 0 {
 		clear(p.seenAt)
+		clear(p.tagAt)
 		p.try = 1
 	}
 	usable := 0 // candidate GPUs whose jobs all pass
@@ -479,36 +526,51 @@ func (p *placer) bestBenefit2(j *Job, opt int, etcA, etcWait float64) (gpus []in
 	p.scratch()
 	if p.try++; p.try == 0 {
 		clear(p.seenAt)
+		clear(p.tagAt)
 		p.try = 1
 	}
 	usable := 0 // candidate GPUs whose resident passes
 	if p.solos == nil {
 		p.solos = make([]solo, cl.Shape().GPUs())
+		p.tagAt, p.tagPairs = make([]uint32, len(env.Tags)), make([]tagPair, len(env.Tags))
 	}
+	now := p.s.Now
 	for _, g := range p.lp {
 		id := cl.Jobs(g)[0]
-		idx, multi, rgc, rc, sl, etc, err := p.soloOn(g, id)
-		if err != nil {
-			return nil, nil, 0, "", err
-		}
-		if multi {
-			if p.seenAt[idx] == p.try {
-				ci := p.seen[idx]
-				p.lpci = append(p.lpci, ci)
-				if p.checked[ci].ok {
-					usable++
-				}
-				continue
-			}
-		}
 		c := checked{id: id, gpu: g}
-		xiA, okA := env.pair(j.GC, cfg, rgc, rc)
-		xiB, okB := env.pair(rgc, rc, j.GC, cfg)
-		if okA && okB && (sl == nil || !sl.failsSurely(p.s.Now, etcA, etcWait, xiA, xiB)) {
-			if sl != nil {
-				etc = sl.remTime(p.call, p.s.Now)
+		sl := &p.solos[g]
+		multi, idx := sl.multi, sl.idx
+		fresh := p.fresh(sl, id)
+		var r partner
+		if !fresh {
+			if r, err = p.residentOn(g, id); err != nil {
+				return nil, nil, 0, "", err
 			}
-			c.ok, c.tCon, c.tSeq = shareAt(etcA, etcWait, etc, xiA, xiB)
+			multi, idx = r.job.GPUs > 1, r.job.Idx
+		}
+		if multi && p.seenAt[idx] == p.try {
+			ci := p.seen[idx]
+			p.lpci = append(p.lpci, ci)
+			if p.checked[ci].ok {
+				usable++
+			}
+			continue
+		}
+		if fresh {
+			if tp := p.pairOf(j.GC, cfg, sl.tag); tp.ok && !sl.failsSurely(now, etcA, etcWait, tp) {
+				c.ok, c.tCon, c.tSeq = shareAt(etcA, etcWait, sl.remTime(p.call, now), tp.xiA, tp.xiB)
+			}
+		} else {
+			rgc, rc := r.job.GC, r.job.Options[r.opt].Cfg
+			xiA, okA := env.pair(j.GC, cfg, rgc, rc)
+			xiB, okB := env.pair(rgc, rc, j.GC, cfg)
+			if okA && okB {
+				c.ok, c.tCon, c.tSeq = shareAt(etcA, etcWait, r.etc, xiA, xiB)
+			}
+		}
+		if !c.ok && !multi {
+			p.lpci = append(p.lpci, -1) // fails: no entry in checked
+			continue
 		}
 		ci := int32(len(p.checked))
 		if multi {
@@ -555,7 +617,7 @@ func (p *placer) bestBenefit2(j *Job, opt int, etcA, etcWait float64) (gpus []in
 		p.gpusOf[i] = p.gpusOf[i][:0]
 	}
 	for k, g := range p.lp {
-		if ci := p.lpci[k]; p.checked[ci].ok {
+		if ci := p.lpci[k]; ci >= 0 && p.checked[ci].ok {
 			p.gpusOf[ci] = append(p.gpusOf[ci], g)
 		}
 	}
