@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sort"
 	"strings"
 
 	"github.com/sharebench/sharebench/trace"
@@ -208,9 +209,12 @@ func (p *placer) indexed(j *Job, opt int, etcA, etcWait float64) (gpus []int, pa
 			// Widen by the estimate's error and the range ends' own rounding.
 			lo := r[0] - errB - 1e-9*(1+r[0])
 			hi := r[1] + errB + 1e-9*(1+r[1])
-			i, _ := slices.BinarySearchFunc(l, ixEntry{lo + nowS, math.MinInt32}, ixLess)
-			if lo <= 0 {
-				i = 0 // every resident whose estimate is clamped at 0
+			if l[0].f-nowS > hi || max(0, l[len(l)-1].f-nowS) < lo {
+				continue
+			}
+			i := 0 // with lo ≤ 0, every resident whose estimate is clamped at 0 too
+			if lo > 0 {
+				i = sort.Search(len(l), func(i int) bool { return l[i].f >= lo+nowS })
 			}
 			for ; i < len(l) && l[i].f-nowS <= hi; i++ {
 				e := l[i]
