@@ -50,6 +50,28 @@ type placer struct {
 	tagPairs []tagPair // by tag
 	ix       shareIndex
 	ixBest   []ixCand
+	// notes holds, with Env.Explain, the partners of the last sharing placement found, for its
+	// reason (shareReason): built as a string only for the placement the policy chooses.
+	notes, bestNotes []checked
+}
+
+// note records partner c of the sharing placement being found, with Env.Explain.
+func (p *placer) note(c checked) {
+	if p.s.Env.Explain {
+		p.notes = append(p.notes, c)
+	}
+}
+
+// shareReason explains a sharing placement by its partners' share checks.
+func shareReason(notes []checked) string {
+	var b strings.Builder
+	for i, c := range notes {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		fmt.Fprintf(&b, "share with %d: t_con=%.3fs < t_seq=%.3fs", c.id, c.tCon, c.tSeq)
+	}
+	return b.String()
 }
 
 // solo is a copy, kept in the slot of a GPU, of what bestBenefit2's share check reads of the
@@ -378,32 +400,33 @@ func (p *placer) firstFit(j *Job, opt int) (gpus []int, partners []trace.JobID, 
 // distinct job on the candidate GPUs is share-checked, passing partners are taken in order of
 // t_con, and their GPUs fill up the placement. score is the largest t_con of the partners used
 // (0 for an exclusive placement).
-func (p *placer) bestBenefit(j *Job, opt int) (gpus []int, partners []trace.JobID, score float64, why string, err error) {
+func (p *placer) bestBenefit(j *Job, opt int) (gpus []int, partners []trace.JobID, score float64, err error) {
+	p.notes = p.notes[:0]
 	need := j.GPUs
 	if p.s.Cluster.Open() < need {
-		return nil, nil, 0, "", nil
+		return nil, nil, 0, nil
 	}
 	o := j.Options[opt]
 	if gpus, ok := p.exclusive(j, opt); ok {
-		return gpus, nil, 0, "idle GPUs", nil
+		return gpus, nil, 0, nil
 	}
 	// Without enough GPUs whose resident the profile pairs with j, no share check can help.
 	few, told := p.tooFew(j, opt, true)
 	if few {
-		return nil, nil, 0, "", nil
+		return nil, nil, 0, nil
 	}
 	if told && p.ix.on && !p.ix.off {
 		// The index finds the partners without the scan.
 		p.split(o.Mem, need, true)
 		rem := j.RemIters(p.s.Now)
-		gpus, partners, score, why, ok, err := p.indexed(j, opt, rem*o.Excl.Seconds(), rem*j.Options[j.Fast].Excl.Seconds())
+		gpus, partners, score, ok, err := p.indexed(j, opt, rem*o.Excl.Seconds(), rem*j.Options[j.Fast].Excl.Seconds())
 		if ok || err != nil {
-			return gpus, partners, score, why, err
+			return gpus, partners, score, err
 		}
 	}
 	p.split(o.Mem, need, false)
 	if len(p.hp)+len(p.lp) < need {
-		return nil, nil, 0, "", nil
+		return nil, nil, 0, nil
 	}
 	// A job preempted in this pass is still running on the tentative cluster: its remaining
 	// work is counted at now, not at its last update.
@@ -427,7 +450,7 @@ func (p *placer) bestBenefit(j *Job, opt int) (gpus []int, partners []trace.JobI
 		for _, id := range p.s.Cluster.Jobs(g) {
 			r, err := p.resident(id)
 			if err != nil {
-				return nil, nil, 0, "", err
+				return nil, nil, 0, err
 			}
 			if i := r.job.Idx; p.seenAt[i] == p.try {
 				all = all && p.checked[p.seen[i]].ok
@@ -448,7 +471,7 @@ func (p *placer) bestBenefit(j *Job, opt int) (gpus []int, partners []trace.JobI
 		}
 	}
 	if len(p.hp)+usable < need {
-		return nil, nil, 0, "", nil
+		return nil, nil, 0, nil
 	}
 	idx := func(id trace.JobID) int32 { return p.seen[p.s.Lookup(id).Idx] }
 	// A GPU can be used only if every job on it passed.
@@ -504,21 +527,19 @@ func (p *placer) bestBenefit(j *Job, opt int) (gpus []int, partners []trace.JobI
 		if used {
 			partners = append(partners, c.id)
 			score = max(score, c.tCon)
-			if p.s.Env.Explain {
-				why += fmt.Sprintf("share with %d: t_con=%.3fs < t_seq=%.3fs; ", c.id, c.tCon, c.tSeq)
-			}
+			p.note(c)
 		}
 	}
 	if have+len(p.tmp) < need {
-		return nil, nil, 0, "", nil
+		return nil, nil, 0, nil
 	}
 	gpus = p.keep(p.hp, p.tmp)
-	return gpus, partners, score, strings.TrimSuffix(why, "; "), nil
+	return gpus, partners, score, nil
 }
 
 // bestBenefit2 is bestBenefit past split when a GPU holds at most two jobs, so that each
 // candidate GPU has one resident.
-func (p *placer) bestBenefit2(j *Job, opt int, etcA, etcWait float64) (gpus []int, partners []trace.JobID, score float64, why string, err error) {
+func (p *placer) bestBenefit2(j *Job, opt int, etcA, etcWait float64) (gpus []int, partners []trace.JobID, score float64, err error) {
 	cl, env, cfg := p.s.Cluster, p.s.Env, j.Options[opt].Cfg
 	need := j.GPUs
 	p.checked = p.checked[:0]
@@ -544,7 +565,7 @@ func (p *placer) bestBenefit2(j *Job, opt int, etcA, etcWait float64) (gpus []in
 		var r partner
 		if !fresh {
 			if r, err = p.residentOn(g, id); err != nil {
-				return nil, nil, 0, "", err
+				return nil, nil, 0, err
 			}
 			multi, idx = r.job.GPUs > 1, r.job.Idx
 		}
@@ -583,7 +604,7 @@ func (p *placer) bestBenefit2(j *Job, opt int, etcA, etcWait float64) (gpus []in
 		}
 	}
 	if len(p.hp)+usable < need {
-		return nil, nil, 0, "", nil
+		return nil, nil, 0, nil
 	}
 	if need-len(p.hp) == 1 {
 		// One partner GPU to find: the passing partner of least t_con (the first one met among
@@ -595,11 +616,9 @@ func (p *placer) bestBenefit2(j *Job, opt int, etcA, etcWait float64) (gpus []in
 			}
 		}
 		c := p.checked[best]
-		if env.Explain {
-			why = fmt.Sprintf("share with %d: t_con=%.3fs < t_seq=%.3fs", c.id, c.tCon, c.tSeq)
-		}
+		p.note(c)
 		p.tmp = append(p.tmp[:0], c.gpu)
-		return p.keep(p.hp, p.tmp), []trace.JobID{c.id}, max(0, c.tCon), why, nil
+		return p.keep(p.hp, p.tmp), []trace.JobID{c.id}, max(0, c.tCon), nil
 	}
 	// Passing partners by t_con; stable, so equal t_con keep their order of first appearance;
 	// each gives its candidate GPUs in scan order until the job has its GPUs.
@@ -637,11 +656,9 @@ func (p *placer) bestBenefit2(j *Job, opt int, etcA, etcWait float64) (gpus []in
 		}
 		partners = append(partners, c.id)
 		score = max(score, c.tCon)
-		if env.Explain {
-			why += fmt.Sprintf("share with %d: t_con=%.3fs < t_seq=%.3fs; ", c.id, c.tCon, c.tSeq)
-		}
+		p.note(c)
 	}
-	return p.keep(p.hp, p.tmp), partners, score, strings.TrimSuffix(why, "; "), nil
+	return p.keep(p.hp, p.tmp), partners, score, nil
 }
 
 // consolidated tries to fit the whole job inside one node, best-fit node first (docs/paper.md §5.6):

@@ -1,11 +1,9 @@
 package policy
 
 import (
-	"fmt"
 	"math"
 	"slices"
 	"sort"
-	"strings"
 
 	"github.com/sharebench/sharebench/trace"
 )
@@ -143,10 +141,10 @@ func ixRanges(etcA, etcWait, delta float64, tp tagPair, buf *[2][2]float64) int 
 // the k least GPUs by (t_con, the partner's first GPU in scan order, the GPU's place in scan
 // order), which this keeps as it walks. ok is false when the index cannot answer (the caller
 // scans).
-func (p *placer) indexed(j *Job, opt int, etcA, etcWait float64) (gpus []int, partners []trace.JobID, score float64, why string, ok bool, err error) {
+func (p *placer) indexed(j *Job, opt int, etcA, etcWait float64) (gpus []int, partners []trace.JobID, score float64, ok bool, err error) {
 	cl, env, s := p.s.Cluster, p.s.Env, p.s
 	if math.IsNaN(etcA+etcWait) || math.IsInf(etcA+etcWait, 0) {
-		return nil, nil, 0, "", false, nil
+		return nil, nil, 0, false, nil
 	}
 	mem := j.Options[opt].Mem
 	cfg := j.Options[opt].Cfg
@@ -203,7 +201,7 @@ func (p *placer) indexed(j *Job, opt int, etcA, etcWait float64) (gpus []int, pa
 		errB := 1e-12*(l[len(l)-1].f+nowS) + 1e-8
 		delta := 1e-11 * (1 + etcA + etcWait + tp.xiA*etcA + (tp.xiB+1)*(eMax+errB))
 		if math.IsNaN(delta) || math.IsInf(delta, 0) {
-			return nil, nil, 0, "", false, nil
+			return nil, nil, 0, false, nil
 		}
 		for _, r := range rs[:ixRanges(etcA, etcWait, delta, tp, &rs)] {
 			// Widen by the estimate's error and the range ends' own rounding.
@@ -252,7 +250,7 @@ func (p *placer) indexed(j *Job, opt int, etcA, etcWait float64) (gpus []int, pa
 		id := cl.Jobs(g)[0]
 		r, err := p.resident(id)
 		if err != nil {
-			return nil, nil, 0, "", false, err
+			return nil, nil, 0, false, err
 		}
 		rgc, rc := r.job.GC, r.job.Options[r.opt].Cfg
 		xiA, okA := env.pair(j.GC, cfg, rgc, rc)
@@ -266,7 +264,7 @@ func (p *placer) indexed(j *Job, opt int, etcA, etcWait float64) (gpus []int, pa
 	}
 	p.ixBest = best
 	if len(best) < k {
-		return nil, nil, 0, "", true, nil
+		return nil, nil, 0, true, nil
 	}
 	p.tmp = p.tmp[:0]
 	for i, c := range best {
@@ -276,11 +274,9 @@ func (p *placer) indexed(j *Job, opt int, etcA, etcWait float64) (gpus []int, pa
 		}
 		partners = append(partners, c.id)
 		score = max(score, c.tCon)
-		if env.Explain {
-			why += fmt.Sprintf("share with %d: t_con=%.3fs < t_seq=%.3fs; ", c.id, c.tCon, c.tSeq)
-		}
+		p.note(checked{id: c.id, tCon: c.tCon, tSeq: c.tSeq})
 	}
-	return p.keep(p.hp, p.tmp), partners, score, strings.TrimSuffix(why, "; "), true, nil
+	return p.keep(p.hp, p.tmp), partners, score, true, nil
 }
 
 // ixCand is a GPU whose resident passes the share check, with its place in bestBenefit2's

@@ -48,6 +48,7 @@ func newSJFBSBF(a SJFBSBFArgs) *SJFBSBF {
 		}
 		var best Placement
 		bestScore, found := 0.0, false
+		var bestWhy string
 		for _, opt := range opts {
 			var gpus []int
 			var partners []trace.JobID
@@ -59,7 +60,8 @@ func newSJFBSBF(a SJFBSBFArgs) *SJFBSBF {
 				why = "consolidated share check passed"
 			}
 			if gpus == nil && err == nil {
-				gpus, partners, score, why, err = p.bestBenefit(j, opt)
+				gpus, partners, score, err = p.bestBenefit(j, opt)
+				why = ""
 			}
 			if err != nil {
 				return Placement{}, false, err
@@ -68,10 +70,20 @@ func newSJFBSBF(a SJFBSBFArgs) *SJFBSBF {
 			if gpus != nil && (!found || score < bestScore) {
 				best = Placement{GPUs: gpus, Opt: opt, Partners: partners}
 				if p.s.Env.Explain {
-					best.Reason = fmt.Sprintf("sub-batch %d: %s", j.Options[opt].SubBatch, why)
+					// The reason is made for the chosen placement only: keep its partners.
+					if why == "" && len(partners) == 0 {
+						why = "idle GPUs"
+					}
+					bestWhy, p.bestNotes = why, append(p.bestNotes[:0], p.notes...)
 				}
 				bestScore, found = score, true
 			}
+		}
+		if found && p.s.Env.Explain {
+			if bestWhy == "" {
+				bestWhy = shareReason(p.bestNotes)
+			}
+			best.Reason = fmt.Sprintf("sub-batch %d: %s", j.Options[best.Opt].SubBatch, bestWhy)
 		}
 		return best, found, nil
 	}

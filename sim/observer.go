@@ -67,7 +67,7 @@ func JSONLWriter(w io.Writer) (Observer, func() error) {
 		b = append(b[:0], `{"t_s":`...)
 		b = appendSeconds(b, ev.T)
 		b = append(b, `,"event":`...)
-		b = strconv.AppendQuote(b, string(ev.Kind))
+		b = appendQuote(b, string(ev.Kind))
 		b = append(b, `,"job":`...)
 		b = strconv.AppendInt(b, int64(ev.Job), 10)
 		if ev.Kind == Start {
@@ -76,7 +76,7 @@ func JSONLWriter(w io.Writer) (Observer, func() error) {
 				if i > 0 {
 					b = append(b, ',')
 				}
-				b = strconv.AppendQuote(b, g)
+				b = appendQuote(b, g)
 			}
 			b = append(b, `],"sub_batch":`...)
 			b = strconv.AppendInt(b, int64(ev.SubBatch), 10)
@@ -95,7 +95,7 @@ func JSONLWriter(w io.Writer) (Observer, func() error) {
 		}
 		if ev.Reason != "" {
 			b = append(b, `,"reason":`...)
-			b = strconv.AppendQuote(b, ev.Reason)
+			b = appendQuote(b, ev.Reason)
 		}
 		b = append(b, "}\n"...)
 		_, err = bw.Write(b)
@@ -107,6 +107,19 @@ func JSONLWriter(w io.Writer) (Observer, func() error) {
 		return bw.Flush()
 	}
 	return obs, flush
+}
+
+// appendQuote is strconv.AppendQuote, with a fast path for printable ASCII without quotes or
+// backslashes (GPU names, event kinds, most reasons), which it leaves as they are.
+func appendQuote(b []byte, s string) []byte {
+	for i := range len(s) {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			return strconv.AppendQuote(b, s)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }
 
 // appendSeconds writes d in seconds with exactly three decimals, rounding half away from zero

@@ -4,6 +4,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -49,5 +50,14 @@ func TestRunDirMode(t *testing.T) {
 	}
 	if got := info.Mode().Perm(); got != want {
 		t.Errorf("run directory mode %v, want %v", got, want)
+	}
+}
+
+// TestAppendQuote: the fast path writes what strconv.AppendQuote writes.
+func TestAppendQuote(t *testing.T) {
+	for _, s := range []string{"", "0-1", "idle GPUs", `say "hi"`, `a\b`, "tab\there", "t_con=1.5s < t_seq=2s", "ξ ≥ 1", "\x7f", "~"} {
+		if got, want := string(appendQuote(nil, s)), strconv.Quote(s); got != want {
+			t.Errorf("appendQuote(%q) = %s, want %s", s, got, want)
+		}
 	}
 }
