@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -65,9 +66,10 @@ type greedy struct {
 	scan    Pos
 	skipped int
 	merging bool
-	phase1  bool   // some running job may still rank below the walk (see walk)
-	cur     []Pos  // each family's next job in State.ByFamily, unless the family lags (below)
-	head    []*Job // the job at cur, nil past the end
+	phase1  bool      // some running job may still rank below the walk (see walk)
+	cur     []Pos     // each family's next job in State.ByFamily, unless the family lags (below)
+	head    []*Job    // the job at cur, nil past the end
+	headA   []float64 // head's K.A, for the heap's comparisons
 	heads   binHeap[int32]
 	// The walk position: the last job walked (pending or victim) and its key. A family that
 	// failed keeps its position until the cluster changes; it then lags behind the walk and
@@ -257,9 +259,14 @@ func (g *greedy) walk() error {
 		g.dead = append(g.dead, make([]uint64, nf-len(g.dead))...)
 		g.cur = make([]Pos, nf)
 		g.head = make([]*Job, nf)
+		g.headA = make([]float64, nf)
 	}
 	if g.heads.less == nil {
 		g.heads.less = func(a, b int32) bool {
+			// The heads' first keys sit in headA, so most comparisons read no job.
+			if c := cmp.Compare(g.headA[a], g.headA[b]); c != 0 {
+				return c < 0 // as Compare, which looks at A first
+			}
 			x, y := g.head[a], g.head[b]
 			return Compare(x.K, x, y.K, y) < 0
 		}
@@ -346,7 +353,7 @@ func (g *greedy) next() *Job {
 			// The family lags behind the walk (it failed, or the merge just began).
 			q := &g.s.ByFamily[f]
 			g.cur[f] = q.After(g.wk, g.wj)
-			if g.head[f] = q.At(g.cur[f]); g.head[f] == nil {
+			if g.setHead(int(f), q.At(g.cur[f])) == nil {
 				g.heads.pop()
 			} else {
 				g.heads.down(0)
@@ -360,12 +367,21 @@ func (g *greedy) next() *Job {
 	return nil
 }
 
+// setHead makes h family f's next job and returns it.
+func (g *greedy) setHead(f int, h *Job) *Job {
+	g.head[f] = h
+	if h != nil {
+		g.headA[f] = h.K.A
+	}
+	return h
+}
+
 // merge switches the walk from scanning State.Pending to merging the families.
 func (g *greedy) merge() {
 	g.merging = true
 	for f := range g.head {
 		g.cur[f] = Pos{}
-		g.head[f] = g.s.ByFamily[f].At(Pos{})
+		g.setHead(f, g.s.ByFamily[f].At(Pos{}))
 	}
 	g.epoch-- // revive begins the same epoch again
 	g.revive()
@@ -382,7 +398,7 @@ func (g *greedy) pass(j *Job) {
 	f := j.Family
 	q := &g.s.ByFamily[f]
 	g.cur[f] = q.Next(g.cur[f])
-	if g.head[f] = q.At(g.cur[f]); g.head[f] == nil {
+	if g.setHead(f, q.At(g.cur[f])) == nil {
 		g.heads.pop()
 	} else {
 		g.heads.down(0)

@@ -39,17 +39,14 @@ func newSJFBSBF(a SJFBSBFArgs) *SJFBSBF {
 			}
 			return pl, true, nil
 		}
-		opts := []int{j.Fast}
+		first, last := j.Fast, j.Fast
 		if a.SubBatch {
-			opts = opts[:0]
-			for o := range j.Options {
-				opts = append(opts, o)
-			}
+			first, last = 0, len(j.Options)-1
 		}
 		var best Placement
 		bestScore, found := 0.0, false
 		var bestWhy string
-		for _, opt := range opts {
+		for opt := first; opt <= last; opt++ {
 			var gpus []int
 			var partners []trace.JobID
 			var score float64
