@@ -588,7 +588,7 @@ func (g *greedy) try(j *Job, v int) (bool, error) {
 	if err := s.Cluster.PlaceTagged(j.ID, pl.GPUs, o.Mem, o.Tag); err != nil {
 		return false, fmt.Errorf("policy %s: job %d: %w", g.name, j.ID, err)
 	}
-	if g.p.ix.on {
+	if g.p.ix.on && !g.p.ix.off {
 		g.p.ix.planned = append(g.p.ix.planned, pl.GPUs...)
 	}
 	pl.Job = j.ID

@@ -8,27 +8,29 @@ import (
 	"github.com/sharebench/sharebench/trace"
 )
 
-// shareIndex finds, without scanning every GPU with room, the partner bestBenefit2 would pick
-// for a job that needs one shared GPU: the passing resident of least t_con, the first met in
-// scan order among equals. Near saturation this is most of SJF-BSBF's placements, and a scan
-// visits hundreds of GPUs for each.
+// shareIndex finds, without scanning every GPU with room, the partners bestBenefit2 would pick
+// for a job that must share k GPUs: the k passing GPUs of least t_con, ties in scan order. Near
+// saturation such placements are most of SJF-BSBF's work, and a scan visits hundreds of GPUs
+// for each.
 //
 // It holds, for each tag (class, configuration, memory), the GPUs whose one running job has
 // that tag, sorted by the job's estimated finish time F (its remaining time is F − now, to
 // within 10^-12 relatively and the nanosecond rounding). For a pending job and a tag, t_con −
 // t_seq is piecewise linear in the resident's remaining time, with one piece on each side of
 // the branch point of the share check, so the residents that may pass lie in at most two
-// ranges of F, and t_con grows with F: each range is entered by binary search and walked, with
-// the exact check, only while t_con may still beat the best found. What rounding could blur is
-// widened by margins far larger than it, and the exact check decides.
+// ranges of F, and t_con grows with F: each range is walked from its start (found by binary
+// search), with the exact check, only while t_con may still beat the k-th best found. What
+// rounding could blur is widened by margins far larger than it, and the exact check decides.
 //
 // The entries are kept up to date from State.Rerated (the engine re-rates a job whenever it
 // sets its progress, rate or placement, which includes every change of who shares a GPU); a GPU
 // whose only job left keeps its stale entry, which the walk skips, until a job lands on it.
 // Within a call, placements only make GPUs full (skipped) or put a planned job alone on a GPU
 // (checked separately). It is used only without preemption (victims' GPUs would hold jobs the
-// index does not list), without untagged jobs or restart overheads, and never by the exhaustive
-// walk, which scans, and which tests compare it with.
+// index does not list), with two jobs per GPU at most, without untagged jobs, restart
+// overheads or remaining times near the saturation of time.Duration (where the estimate would
+// not bound the exact time), and never by the exhaustive walk, which scans, and which tests
+// compare it with.
 type shareIndex struct {
 	on, off bool // off: no longer usable in this run
 	byTag   [][]ixEntry
@@ -55,10 +57,10 @@ func ixLess(a, b ixEntry) int {
 // updateIndex brings the index up to date at the start of a call.
 func (p *placer) updateIndex(s *State) {
 	x := &p.ix
+	x.planned = x.planned[:0]
 	if !x.on || x.off {
 		return
 	}
-	x.planned = x.planned[:0]
 	if s.Resync {
 		x.off = true
 		return
@@ -89,13 +91,16 @@ func (p *placer) updateIndex(s *State) {
 				continue
 			}
 			o := j.Options[j.Opt]
-			if o.Tag <= 0 || j.P.Overhead > 0 {
-				x.off = true // not indexable: scan from now on
+			t0 := j.P.Rem * (float64(o.Excl) * 1e-9) * j.Xi
+			// Not indexable: scan from now on. (Below 10^9 s the exact remaining time never
+			// saturates, so the estimate bounds it.)
+			if o.Tag <= 0 || j.P.Overhead > 0 || !(t0 < maxIndexedS) {
+				x.off = true
 				return
 			}
 			sl := &p.solos[g]
 			*sl = solo{id: j.ID, idx: j.Idx, valid: true, multi: j.GPUs > 1, tag: o.Tag,
-				excl: o.Excl, xi: j.Xi, p: j.P, t0: j.P.Rem * (float64(o.Excl) * 1e-9) * j.Xi}
+				excl: o.Excl, xi: j.Xi, p: j.P, t0: t0}
 			f := float64(j.P.At)*1e-9 + sl.t0
 			e := ixEntry{f, int32(g)}
 			l := x.byTag[o.Tag]
@@ -105,6 +110,10 @@ func (p *placer) updateIndex(s *State) {
 		}
 	}
 }
+
+// maxIndexedS is the largest remaining time in seconds the index holds: far from the 9.2·10^9 s
+// at which time.Duration, and with it a job's exact remaining time, saturates.
+const maxIndexedS = 1e9
 
 // ixRanges returns the ranges of remaining time e (at most two, lo ≤ hi) where the share check
 // of a pending job (etcA, etcWait) against a resident of slowdowns tp may pass, up to δ in
@@ -151,6 +160,7 @@ func (p *placer) indexed(j *Job, opt int, etcA, etcWait float64) (gpus []int, pa
 	free := cl.Shape().GPUMemBytes - mem
 	nowS := float64(s.Now) * 1e-9
 	k := j.GPUs - len(p.hp)
+	p.scratch()
 	if p.try++; p.try == 0 {
 		clear(p.seenAt)
 		clear(p.tagAt)
@@ -203,6 +213,7 @@ func (p *placer) indexed(j *Job, opt int, etcA, etcWait float64) (gpus []int, pa
 		if math.IsNaN(delta) || math.IsInf(delta, 0) {
 			return nil, nil, 0, false, nil
 		}
+		next := 0 // the walk of a range starts where the previous one stopped, at the latest
 		for _, r := range rs[:ixRanges(etcA, etcWait, delta, tp, &rs)] {
 			// Widen by the estimate's error and the range ends' own rounding.
 			lo := r[0] - errB - 1e-9*(1+r[0])
@@ -214,6 +225,8 @@ func (p *placer) indexed(j *Job, opt int, etcA, etcWait float64) (gpus []int, pa
 			if lo > 0 {
 				i = sort.Search(len(l), func(i int) bool { return l[i].f >= lo+nowS })
 			}
+			// Widened, the ranges may overlap (near the branch point): no GPU is walked twice.
+			i = max(i, next)
 			for ; i < len(l) && l[i].f-nowS <= hi; i++ {
 				e := l[i]
 				if len(best) == k {
@@ -240,6 +253,7 @@ func (p *placer) indexed(j *Job, opt int, etcA, etcWait float64) (gpus []int, pa
 					consider(ixCand{tCon, tSeq, first(sl.id, g, sl.multi, on), scanKey(g), g, sl.id})
 				}
 			}
+			next = i
 		}
 	}
 	// Jobs placed alone on a GPU earlier in this call are candidates the index does not hold.

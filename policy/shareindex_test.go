@@ -83,3 +83,49 @@ func firstDiff(a, b []byte) string {
 	}
 	return "one log is a prefix of the other"
 }
+
+// TestShareIndexBranchPoint: a resident whose remaining time is exactly the share check's
+// branch point (the pending job's own time, for two jobs of one configuration) lies in both of
+// the index's ranges; the index must still offer its GPUs once. Job 2 arrives when job 1 has
+// job 2's 200 iterations left, on the two GPUs job 1 holds alone.
+func TestShareIndexBranchPoint(t *testing.T) {
+	prof, err := profile.LoadFile(filepath.Join("..", "results", "profiles", "gavel-v100.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var step float64
+	for _, m := range prof.Models {
+		for _, c := range m.Configs {
+			if m.Name == "resnet18" && c.Batch == 16 && c.SubBatch == 16 {
+				step = c.IterS[2]
+			}
+		}
+	}
+	if !(step > 0) {
+		t.Fatal("the profile has no step time for resnet18 at batch 16 on 2 GPUs")
+	}
+	jobs := []trace.Job{
+		{ID: 1, Submit: 0, GPUs: 2, Iters: 300, Model: "resnet18", Batch: 16},
+		{ID: 2, Submit: 100 * profile.Seconds(step), GPUs: 2, Iters: 200, Model: "resnet18", Batch: 16},
+	}
+	shape := cluster.Shape{Nodes: 1, GPUsPerNode: 2, GPUMemBytes: 16 * cluster.GiB, MaxShare: 2}
+	var logs [2][]byte
+	for k, p := range []string{"sjf-bsbf", `sjf-bsbf{"exhaustive":true}`} {
+		var buf bytes.Buffer
+		obs, flush := sim.JSONLWriter(&buf)
+		spec := bench.SimSpec{Jobs: jobs, TraceName: "branch-point", Policy: p, Profile: prof, Observer: obs, Shape: shape}
+		if _, err := bench.Simulate(context.Background(), spec, "", false); err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		if err := flush(); err != nil {
+			t.Fatal(err)
+		}
+		logs[k] = buf.Bytes()
+	}
+	if !bytes.Equal(logs[0], logs[1]) {
+		t.Errorf("the share index and the scan decide differently\n%s", firstDiff(logs[0], logs[1]))
+	}
+	if !bytes.Contains(logs[0], []byte(`"partners":[1]`)) {
+		t.Errorf("job 2 does not share with job 1:\n%s", logs[0])
+	}
+}
