@@ -151,11 +151,26 @@ func (p *placer) residentOn(g int, id trace.JobID) (partner, error) {
 		return partner{}, err
 	}
 	if j := r.job; j.Running && p.plannedAt[j.Idx] != p.call && !p.scanOnly {
-		o := j.Options[j.Opt]
-		p.solos[g] = solo{id: id, idx: j.Idx, valid: true, multi: j.GPUs > 1, tag: o.Tag,
-			excl: o.Excl, xi: j.Xi, p: j.P, t0: j.P.Rem * (float64(o.Excl) * 1e-9) * j.Xi, at: p.call, etc: r.etc}
+		p.solos[g] = soloOf(j)
+		p.solos[g].at, p.solos[g].etc = p.call, r.etc
 	}
 	return r, nil
+}
+
+// soloOf returns the copy of running job j (its remaining time at no call yet).
+func soloOf(j *Job) solo {
+	o := j.Options[j.Opt]
+	return solo{id: j.ID, idx: j.Idx, valid: true, multi: j.GPUs > 1, tag: o.Tag,
+		excl: o.Excl, xi: j.Xi, p: j.P, t0: j.P.Rem * (float64(o.Excl) * 1e-9) * j.Xi}
+}
+
+// makeSolos makes the per-GPU copies and the per-tag pair cache, on first need.
+func (p *placer) makeSolos() {
+	if p.solos == nil {
+		n := len(p.s.Env.Tags)
+		p.solos = make([]solo, p.s.Cluster.Shape().GPUs())
+		p.tagAt, p.tagPairs = make([]uint32, n), make([]tagPair, n)
+	}
 }
 
 // fresh reports whether slot sl still holds a copy of job id, running and not placed in this
@@ -551,10 +566,7 @@ func (p *placer) bestBenefit2(j *Job, opt int, etcA, etcWait float64) (gpus []in
 		p.try = 1
 	}
 	usable := 0 // candidate GPUs whose resident passes
-	if p.solos == nil {
-		p.solos = make([]solo, cl.Shape().GPUs())
-		p.tagAt, p.tagPairs = make([]uint32, len(env.Tags)), make([]tagPair, len(env.Tags))
-	}
+	p.makeSolos()
 	now := p.s.Now
 	for _, g := range p.lp {
 		id := cl.Jobs(g)[0]

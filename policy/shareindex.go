@@ -70,10 +70,7 @@ func (p *placer) updateIndex(s *State) {
 		n := cl.Shape().GPUs()
 		x.tagOf, x.fOf = make([]int32, n), make([]float64, n)
 		x.byTag = make([][]ixEntry, len(s.Env.Tags))
-		if p.solos == nil {
-			p.solos = make([]solo, n)
-			p.tagAt, p.tagPairs = make([]uint32, len(s.Env.Tags)), make([]tagPair, len(s.Env.Tags))
-		}
+		p.makeSolos()
 	}
 	for _, j := range s.Rerated {
 		if !j.Running {
@@ -90,23 +87,20 @@ func (p *placer) updateIndex(s *State) {
 			if cl.Count(g) != 1 {
 				continue
 			}
-			o := j.Options[j.Opt]
-			t0 := j.P.Rem * (float64(o.Excl) * 1e-9) * j.Xi
+			sl := soloOf(j)
 			// Not indexable: scan from now on. (Below 10^9 s the exact remaining time never
 			// saturates, so the estimate bounds it.)
-			if o.Tag <= 0 || j.P.Overhead > 0 || !(t0 < maxIndexedS) {
+			if sl.tag <= 0 || j.P.Overhead > 0 || !(sl.t0 < maxIndexedS) {
 				x.off = true
 				return
 			}
-			sl := &p.solos[g]
-			*sl = solo{id: j.ID, idx: j.Idx, valid: true, multi: j.GPUs > 1, tag: o.Tag,
-				excl: o.Excl, xi: j.Xi, p: j.P, t0: t0}
+			p.solos[g] = sl
 			f := float64(j.P.At)*1e-9 + sl.t0
 			e := ixEntry{f, int32(g)}
-			l := x.byTag[o.Tag]
+			l := x.byTag[sl.tag]
 			k, _ := slices.BinarySearchFunc(l, e, ixLess)
-			x.byTag[o.Tag] = slices.Insert(l, k, e)
-			x.tagOf[g], x.fOf[g] = o.Tag, f
+			x.byTag[sl.tag] = slices.Insert(l, k, e)
+			x.tagOf[g], x.fOf[g] = sl.tag, f
 		}
 	}
 }
