@@ -233,6 +233,15 @@ func (sl *solo) failsSurely(now time.Duration, etcA, etcWait float64, tp tagPair
 	return tCon-tSeq > tol // false for NaN: then the exact check decides
 }
 
+// nextTry starts a placement attempt's stamps (seen, tagAt).
+func (p *placer) nextTry() {
+	if p.try++; p.try == 0 { // wrapped: forget every stamp
+		clear(p.seenAt)
+		clear(p.tagAt)
+		p.try = 1
+	}
+}
+
 // scratch makes the per-job scratch space.
 func (p *placer) scratch() {
 	if n := len(p.s.Jobs); len(p.plannedAt) < n {
@@ -430,11 +439,15 @@ func (p *placer) bestBenefit(j *Job, opt int) (gpus []int, partners []trace.JobI
 	if few {
 		return nil, nil, 0, nil
 	}
+	// A job preempted in this pass is still running on the tentative cluster: its remaining
+	// work is counted at now, not at its last update.
+	rem := j.RemIters(p.s.Now)
+	etcA := rem * o.Excl.Seconds()
+	etcWait := rem * j.Options[j.Fast].Excl.Seconds()
 	if told && p.ix.on && !p.ix.off {
 		// The index finds the partners without the scan.
 		p.split(o.Mem, need, true)
-		rem := j.RemIters(p.s.Now)
-		gpus, partners, score, ok, err := p.indexed(j, opt, rem*o.Excl.Seconds(), rem*j.Options[j.Fast].Excl.Seconds())
+		gpus, partners, score, ok, err := p.indexed(j, opt, etcA, etcWait)
 		if ok || err != nil {
 			return gpus, partners, score, err
 		}
@@ -443,22 +456,13 @@ func (p *placer) bestBenefit(j *Job, opt int) (gpus []int, partners []trace.JobI
 	if len(p.hp)+len(p.lp) < need {
 		return nil, nil, 0, nil
 	}
-	// A job preempted in this pass is still running on the tentative cluster: its remaining
-	// work is counted at now, not at its last update.
-	rem := j.RemIters(p.s.Now)
-	etcA := rem * o.Excl.Seconds()
-	etcWait := rem * j.Options[j.Fast].Excl.Seconds()
 	if p.s.Cluster.Shape().MaxShare <= 2 {
 		return p.bestBenefit2(j, opt, etcA, etcWait)
 	}
 	// Share-check every distinct job on the candidate GPUs once, in order of first appearance.
 	p.checked = p.checked[:0]
 	p.scratch()
-	if p.try++; p.try == 0 {
-		clear(p.seenAt)
-		clear(p.tagAt)
-		p.try = 1
-	}
+	p.nextTry()
 	usable := 0 // candidate GPUs whose jobs all pass
 	for _, g := range p.lp {
 		all := true
@@ -560,11 +564,7 @@ func (p *placer) bestBenefit2(j *Job, opt int, etcA, etcWait float64) (gpus []in
 	p.checked = p.checked[:0]
 	p.lpci = p.lpci[:0]
 	p.scratch()
-	if p.try++; p.try == 0 {
-		clear(p.seenAt)
-		clear(p.tagAt)
-		p.try = 1
-	}
+	p.nextTry()
 	usable := 0 // candidate GPUs whose resident passes
 	p.makeSolos()
 	now := p.s.Now
