@@ -669,9 +669,15 @@ def main(argv: Optional[List[str]] = None) -> int:
         cfg = dataclasses.replace(cfg, inject=Injection())  # failures are injected into rank 0 only
         session = make_session(cfg, catalog[cfg.model])
         try:
-            return run(session, cfg, Protocol(None), NoCommands())
+            code = run(session, cfg, Protocol(None), NoCommands())
         finally:
             session.close()
+        # The interpreter's teardown can hang in torch.distributed's threads after the group is
+        # gone (about one run in five, gloo on CPU), and rank 0 waits for this process: a worker
+        # rank has nothing left to release but its own streams.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
     protocol = Protocol(claim_stdout())
     commands = Commands()
     commands.start()  # from the start, so that a stop or EOF during warm-up is not lost
