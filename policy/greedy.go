@@ -1,10 +1,10 @@
 package policy
 
 import (
-	"cmp"
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/sharebench/sharebench/trace"
@@ -70,7 +70,7 @@ type greedy struct {
 	cur     []Pos     // each family's next job in State.ByFamily, unless the family lags (below)
 	head    []*Job    // the job at cur, nil past the end
 	headA   []float64 // head's K.A, for the heap's comparisons
-	heads   binHeap[int32]
+	heads   famHeap
 	// The walk position: the last job walked (pending or victim) and its key. A family that
 	// failed keeps its position until the cluster changes; it then lags behind the walk and
 	// jumps ahead when it reaches the heap's top.
@@ -261,16 +261,7 @@ func (g *greedy) walk() error {
 		g.head = make([]*Job, nf)
 		g.headA = make([]float64, nf)
 	}
-	if g.heads.less == nil {
-		g.heads.less = func(a, b int32) bool {
-			// The heads' first keys sit in headA, so most comparisons read no job.
-			if c := cmp.Compare(g.headA[a], g.headA[b]); c != 0 {
-				return c < 0 // as Compare, which looks at A first
-			}
-			x, y := g.head[a], g.head[b]
-			return Compare(x.K, x, y.K, y) < 0
-		}
-	}
+	g.heads.a, g.heads.head = g.headA, g.head
 	g.walked, g.merging, g.skipped, g.scan = false, false, 0, Pos{}
 	g.revive()
 	g.phase1 = g.preempt
@@ -646,4 +637,5 @@ func runRemKey(now time.Duration) func(*Job) Key {
 
 func submitKey(*Job) Key { return Key{} }
 
-func fmtDur(d time.Duration) string { return fmt.Sprintf("%.3fs", d.Seconds()) }
+// fmtDur is fmt's "%.3fs" of d's seconds, without fmt (reasons are built at every demotion).
+func fmtDur(d time.Duration) string { return strconv.FormatFloat(d.Seconds(), 'f', 3, 64) + "s" }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/sharebench/sharebench/internal/simtime"
@@ -26,9 +27,9 @@ type TiresiasEntry struct {
 	gpuTime bool
 	starve  float64
 	authors bool
-	st      []tiresiasJob     // by Job.Idx
-	due     binHeap[deadline] // by deadlineBefore
-	dueCap  int               // due's length at which stale deadlines are dropped (push)
+	st      []tiresiasJob // by Job.Idx
+	due     dueHeap       // by deadlineBefore
+	dueCap  int           // due's length at which stale deadlines are dropped (push)
 	// stale holds, sorted from stale[staleAt] on, the times of the stale deadlines dropped
 	// from due: each still wakes the engine, as it did from due (an event is not free: with
 	// the lineage's per-event overhead every event costs running jobs progress).
@@ -65,7 +66,7 @@ func newTiresiasEntry(a TiresiasEntryArgs) (*TiresiasEntry, error) {
 	if len(a.LimitsS) == 0 {
 		return nil, fmt.Errorf("limits_s: need at least one queue limit")
 	}
-	t := &TiresiasEntry{starve: a.StarveFactor, authors: a.AuthorsOrder, due: binHeap[deadline]{less: deadlineBefore}}
+	t := &TiresiasEntry{starve: a.StarveFactor, authors: a.AuthorsOrder}
 	for i, l := range a.LimitsS {
 		if !(l > 0) || math.IsInf(l, 0) || (i > 0 && l <= a.LimitsS[i-1]) {
 			return nil, fmt.Errorf("limits_s: want positive, increasing limits, got %v", a.LimitsS)
@@ -143,7 +144,7 @@ func (t *TiresiasEntry) Schedule(s *State) (Plan, error) {
 				t.g.rekey(j)
 				n := Note{Job: j.ID, Event: "demote"}
 				if s.Env.Explain {
-					n.Reason = fmt.Sprintf("queue %d: attained service reached %s", q, fmtDur(t.limits[q-1]))
+					n.Reason = "queue " + strconv.Itoa(q) + ": attained service reached " + fmtDur(t.limits[q-1])
 				}
 				plan.Notes = append(plan.Notes, n)
 			}
@@ -152,7 +153,7 @@ func (t *TiresiasEntry) Schedule(s *State) (Plan, error) {
 			st.queue, st.entered, st.base = 0, s.Now, j.Executed(s.Now)
 			n := Note{Job: j.ID, Event: "promote"}
 			if s.Env.Explain {
-				n.Reason = fmt.Sprintf("waited %s ≥ %g × attained service", fmtDur(s.Now-j.Since), t.starve)
+				n.Reason = "waited " + fmtDur(s.Now-j.Since) + " ≥ " + strconv.FormatFloat(t.starve, 'g', -1, 64) + " × attained service"
 			}
 			plan.Notes = append(plan.Notes, n)
 			plan.Rekey = append(plan.Rekey, j.ID)
@@ -218,15 +219,15 @@ func (t *TiresiasEntry) push(d deadline) {
 		return
 	}
 	var times []time.Duration
-	t.due.drop(func(d deadline) bool {
+	t.due.drop(func(d *deadline) bool {
 		dead := d.j.Done || d.j.Preempts > d.runs
 		if dead {
 			times = append(times, d.at)
 		}
 		return dead
 	})
-	t.stale, t.staleAt = slices.Concat(t.stale[t.staleAt:], times), 0
-	slices.Sort(t.stale)
+	slices.Sort(times)
+	t.stale, t.staleAt = mergeSorted(t.stale[t.staleAt:], times), 0
 	t.dueCap = max(2*t.due.len(), minDueCap)
 }
 
@@ -260,4 +261,17 @@ type deadline struct {
 }
 
 // deadlineBefore orders deadlines by (at, job); the job tie-break keeps pops deterministic.
-func deadlineBefore(a, b deadline) bool { return a.at < b.at || (a.at == b.at && a.job < b.job) }
+func deadlineBefore(a, b *deadline) bool { return a.at < b.at || (a.at == b.at && a.job < b.job) }
+
+// mergeSorted merges two sorted lists into a new one.
+func mergeSorted(a, b []time.Duration) []time.Duration {
+	out := make([]time.Duration, 0, len(a)+len(b))
+	for len(a) > 0 && len(b) > 0 {
+		if b[0] < a[0] {
+			out, b = append(out, b[0]), b[1:]
+		} else {
+			out, a = append(out, a[0]), a[1:]
+		}
+	}
+	return append(append(out, a...), b...)
+}

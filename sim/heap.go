@@ -26,45 +26,51 @@ type queue struct {
 	seq uint64
 }
 
-func (q *queue) less(i, j int) bool {
-	a, b := &q.ev[i], &q.ev[j]
-	return a.t < b.t || (a.t == b.t && a.seq < b.seq)
-}
+// before orders events by (t, seq); seq is unique, so the order is total.
+func before(a, b *event) bool { return a.t < b.t || (a.t == b.t && a.seq < b.seq) }
 
+// push and pop move a hole instead of swapping, which writes each event once.
 func (q *queue) push(e event) {
 	q.seq++
 	e.seq = q.seq
 	q.ev = append(q.ev, e)
-	i := len(q.ev) - 1
+	ev := q.ev
+	i := len(ev) - 1
 	for i > 0 {
 		p := (i - 1) / 2
-		if !q.less(i, p) {
+		if !before(&e, &ev[p]) {
 			break
 		}
-		q.ev[i], q.ev[p] = q.ev[p], q.ev[i]
+		ev[i] = ev[p]
 		i = p
 	}
+	ev[i] = e
 }
 
 func (q *queue) pop() event {
-	top := q.ev[0]
-	n := len(q.ev) - 1
-	q.ev[0] = q.ev[n]
-	q.ev = q.ev[:n]
+	ev := q.ev
+	top := ev[0]
+	n := len(ev) - 1
+	x := ev[n]
+	ev = ev[:n]
+	q.ev = ev
 	i := 0
-	for {
-		l, r, m := 2*i+1, 2*i+2, i
-		if l < n && q.less(l, m) {
-			m = l
-		}
-		if r < n && q.less(r, m) {
-			m = r
-		}
-		if m == i {
+	for n > 0 {
+		m := 2*i + 1
+		if m >= n {
 			break
 		}
-		q.ev[i], q.ev[m] = q.ev[m], q.ev[i]
+		if r := m + 1; r < n && before(&ev[r], &ev[m]) {
+			m = r
+		}
+		if !before(&ev[m], &x) {
+			break
+		}
+		ev[i] = ev[m]
 		i = m
+	}
+	if n > 0 {
+		ev[i] = x
 	}
 	return top
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/sharebench/sharebench/trace"
 )
@@ -109,13 +110,24 @@ func JSONLWriter(w io.Writer) (Observer, func() error) {
 	return obs, flush
 }
 
-// appendQuote is strconv.AppendQuote, with a fast path for printable ASCII without quotes or
-// backslashes (GPU names, event kinds, most reasons), which it leaves as they are.
+// appendQuote is strconv.AppendQuote, with a fast path for strings it would leave as they are:
+// valid UTF-8 of printable runes without quotes or backslashes (GPU names, event kinds,
+// reasons, which may hold "≥" or "×").
 func appendQuote(b []byte, s string) []byte {
-	for i := range len(s) {
-		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+				return strconv.AppendQuote(b, s)
+			}
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && n == 1 || !strconv.IsPrint(r) {
 			return strconv.AppendQuote(b, s)
 		}
+		i += n
 	}
 	b = append(b, '"')
 	b = append(b, s...)

@@ -55,7 +55,8 @@ func TestRunDirMode(t *testing.T) {
 
 // TestAppendQuote: the fast path writes what strconv.AppendQuote writes.
 func TestAppendQuote(t *testing.T) {
-	for _, s := range []string{"", "0-1", "idle GPUs", `say "hi"`, `a\b`, "tab\there", "t_con=1.5s < t_seq=2s", "ξ ≥ 1", "\x7f", "~"} {
+	for _, s := range []string{"", "0-1", "idle GPUs", `say "hi"`, `a\b`, "tab\there", "t_con=1.5s < t_seq=2s", "ξ ≥ 1", "\x7f", "~",
+		"waited 1.000s ≥ 1 × attained service", "bad \xff utf-8", "cut \xe2\x89", "nbsp\u00a0", "ls\u2028", "bom\ufeff", "\U0001F600", "é\"", "\u00e9\\"} {
 		if got, want := string(appendQuote(nil, s)), strconv.Quote(s); got != want {
 			t.Errorf("appendQuote(%q) = %s, want %s", s, got, want)
 		}
