@@ -105,6 +105,7 @@ type Inputs struct {
 	env   Env
 	mu    sync.Mutex
 	cache map[string]*inputEntry
+	memo  memo // simulations shared among a sweep's runs (memo.go)
 }
 
 type inputEntry struct {

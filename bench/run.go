@@ -169,7 +169,7 @@ func (r *RunSpec) execute(ctx context.Context, in *Inputs, outRoot string) error
 	spec := SimSpec{Jobs: jobs, TraceName: r.traceName(), Shape: shape, Policy: r.Policy, Profile: prof,
 		ProfileName: rec.Profile, ModelMap: mm, Interval: time.Duration(r.Interval), DropOversized: r.DropOversized,
 		Restart: restart, IterScale: r.Engine.IterTimeScale, OverheadEveryEvent: r.Engine.OverheadEveryEvent,
-		Seed: r.Seed, Labels: r.Labels}
+		Seed: r.Seed, Labels: r.Labels, share: in.memo.share(r)}
 	var flush func() error
 	var logFile *os.File
 	if r.Keep.DecisionsUpTo > 0 && len(jobs) <= r.Keep.DecisionsUpTo {

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -36,6 +37,8 @@ type SimSpec struct {
 	Labels             map[string]string
 	// Observer, when set, also receives the decision log.
 	Observer sim.Observer
+	// share, when set, runs the simulation of an exclusive policy through a sweep's memo.
+	share func(key [sha256.Size]byte, run func() (*sim.Result, error)) (*sim.Result, error)
 }
 
 // Simulate runs spec. When out is not empty it writes the run directory there atomically,
@@ -91,8 +94,21 @@ func Simulate(ctx context.Context, spec SimSpec, out string, decisions bool) (*s
 			obs = o
 		}
 	}
-	res, err := sim.Run(ctx, cfg, jobs, p, spec.Profile, obs)
-	if err := endPolicy(p, res, err); err != nil {
+	run := func() (*sim.Result, error) {
+		res, err := sim.Run(ctx, cfg, jobs, p, spec.Profile, obs)
+		return res, endPolicy(p, res, err)
+	}
+	var res *sim.Result
+	if _, excl := p.(policy.Exclusive); excl && spec.share != nil && obs == nil {
+		key, kerr := simKey(jobs, spec.Profile)
+		if kerr != nil {
+			return nil, kerr
+		}
+		res, err = spec.share(key, run)
+	} else {
+		res, err = run()
+	}
+	if err != nil {
 		return nil, err
 	}
 	s := &res.Summary

@@ -51,9 +51,11 @@ func Sweep(ctx context.Context, in *Inputs, runs []RunSpec, outRoot string, opt 
 	prog := newProgress(opt.Progress, opt.Terminal, len(runs))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(n)
+	in.memo.add(runs)
 	for i := range runs {
 		r := &runs[i]
 		g.Go(func() error {
+			defer in.memo.done(r)
 			if gctx.Err() != nil {
 				return gctx.Err()
 			}

@@ -21,6 +21,9 @@ func newFIFO(a FIFOArgs) *FIFO {
 // Name returns the registry key.
 func (p *FIFO) Name() string { return KeyFIFO }
 
+// Exclusive marks FIFO as never sharing a GPU (YARN placement on idle GPUs).
+func (p *FIFO) Exclusive() {}
+
 // Key orders pending jobs by submission time.
 func (p *FIFO) Key(j *Job) Key { return submitKey(j) }
 

@@ -19,6 +19,11 @@ type Policy interface {
 	Schedule(s *State) (Plan, error)
 }
 
+// Exclusive is implemented by policies that never place a job on a GPU another job uses. Nothing
+// in their decisions or in the simulation of them reads a profile's slowdowns (ξ), so runs that
+// differ only in the slowdowns have the same outputs, and a sweep simulates them once (bench).
+type Exclusive interface{ Exclusive() }
+
 // Key is a job's priority: lower keys go first, compared by A then B; equal keys fall back to
 // (Submit, ID).
 type Key struct {

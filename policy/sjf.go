@@ -22,6 +22,9 @@ func newSJF(a SJFArgs) *SJF {
 // Name returns the registry key.
 func (p *SJF) Name() string { return KeySJF }
 
+// Exclusive marks SJF as never sharing a GPU (YARN placement on idle GPUs).
+func (p *SJF) Exclusive() {}
+
 // Key orders pending jobs by remaining exclusive time.
 func (p *SJF) Key(j *Job) Key { return remKey(j) }
 

@@ -160,6 +160,9 @@ func newTiresias(a TiresiasArgs) (*Tiresias, error) {
 // Name returns the registry key.
 func (t *Tiresias) Name() string { return KeyTiresias }
 
+// Exclusive marks Tiresias as never sharing a GPU (it places on idle GPUs).
+func (t *Tiresias) Exclusive() {}
+
 // EveryEvent asks to be called at every arrival and completion, even with no job waiting.
 func (t *Tiresias) EveryEvent() bool { return true }
 

@@ -90,6 +90,9 @@ func newTiresiasEntry(a TiresiasEntryArgs) (*TiresiasEntry, error) {
 // Name returns the registry key.
 func (t *TiresiasEntry) Name() string { return KeyTiresiasEntry }
 
+// Exclusive marks the policy as never sharing a GPU (YARN placement on idle GPUs).
+func (t *TiresiasEntry) Exclusive() {}
+
 func (t *TiresiasEntry) state(j *Job) *tiresiasJob {
 	for int(j.Idx) >= len(t.st) {
 		t.st = append(t.st, tiresiasJob{})

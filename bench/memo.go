@@ -1,0 +1,198 @@
+package bench
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/sharebench/sharebench/policy"
+	"github.com/sharebench/sharebench/profile"
+	"github.com/sharebench/sharebench/sim"
+	"github.com/sharebench/sharebench/trace"
+)
+
+// A sweep's runs that differ only in the profile's slowdowns (E6-xi's ξ scales, E6-profiles'
+// symmetric ξ) simulate the same thing when their policy never shares a GPU (policy.Exclusive):
+// such a policy never reads ξ, and neither does the engine when no GPU is shared. The sweep
+// simulates each distinct one once and hands its result to the others; their outputs stay
+// byte-identical (TestMemoSameOutputs), and run.json and summary.json still describe each run's
+// own profile.
+//
+// Runs that may meet are grouped before the sweep starts by everything but the profile's
+// derivation and ξ scale; the simulations of a group are dropped when its last run ends, so the
+// memo holds results only while a later run can still use them.
+
+// memo holds the groups of one or more sweeps.
+type memo struct {
+	mu     sync.Mutex
+	groups map[string]*memoGroup
+	hits   int // simulations handed on (for tests)
+}
+
+type memoGroup struct {
+	left int // runs of the group not yet finished
+	sims map[[sha256.Size]byte]*memoSim
+}
+
+type memoSim struct {
+	done chan struct{}
+	res  *sim.Result
+	err  error
+}
+
+// memoGroupKey returns the group of run r, or "" when r never shares a simulation: its policy
+// may share GPUs, it keeps a decision log, or its policy spec does not resolve.
+func memoGroupKey(r *RunSpec) string {
+	if r.Keep.DecisionsUpTo > 0 {
+		return ""
+	}
+	p, err := policy.Builtin().New(r.Policy)
+	if err != nil {
+		return ""
+	}
+	if _, ok := p.(policy.Exclusive); !ok {
+		return ""
+	}
+	key, args, err := policy.Builtin().Resolve(r.Policy)
+	if err != nil {
+		return ""
+	}
+	g := struct {
+		Policy        string
+		Seed          uint64
+		Trace         TraceSpec
+		File, Map     string
+		Cluster       ClusterSpec
+		Interval      Seconds
+		DropOversized bool
+		Engine        EngineSpec
+	}{key + string(args), r.Seed, r.Trace, r.Profile.File, r.Profile.ModelMap, r.Cluster, r.Interval, r.DropOversized, r.Engine}
+	b, err := json.Marshal(g)
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
+
+// add registers runs about to be swept; groups of one are left out.
+func (m *memo) add(runs []RunSpec) {
+	count := map[string]int{}
+	for i := range runs {
+		if k := memoGroupKey(&runs[i]); k != "" {
+			count[k]++
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for k, n := range count {
+		if n < 2 {
+			continue
+		}
+		if m.groups == nil {
+			m.groups = map[string]*memoGroup{}
+		}
+		if g := m.groups[k]; g != nil {
+			g.left += n
+		} else {
+			m.groups[k] = &memoGroup{left: n, sims: map[[sha256.Size]byte]*memoSim{}}
+		}
+	}
+}
+
+// done notes that run r of a registered group ended; the last one drops the group's results.
+func (m *memo) done(r *RunSpec) {
+	k := memoGroupKey(r)
+	if k == "" {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if g := m.groups[k]; g != nil {
+		if g.left--; g.left <= 0 {
+			delete(m.groups, k)
+		}
+	}
+}
+
+// share returns the function that runs r's simulation through the memo, or nil when r's group
+// is not registered.
+func (m *memo) share(r *RunSpec) func(key [sha256.Size]byte, run func() (*sim.Result, error)) (*sim.Result, error) {
+	k := memoGroupKey(r)
+	if k == "" {
+		return nil
+	}
+	m.mu.Lock()
+	g := m.groups[k]
+	m.mu.Unlock()
+	if g == nil {
+		return nil
+	}
+	return func(key [sha256.Size]byte, run func() (*sim.Result, error)) (*sim.Result, error) {
+		m.mu.Lock()
+		s, found := g.sims[key]
+		if !found {
+			s = &memoSim{done: make(chan struct{})}
+			g.sims[key] = s
+		}
+		if found {
+			m.hits++
+		}
+		m.mu.Unlock()
+		if found {
+			<-s.done
+			if s.err != nil {
+				return run() // a failure (a time limit, say) is the failing run's own
+			}
+			return cloneResult(s.res), nil
+		}
+		s.res, s.err = run()
+		if s.err != nil {
+			m.mu.Lock()
+			delete(g.sims, key)
+			m.mu.Unlock()
+		}
+		close(s.done)
+		if s.err != nil {
+			return nil, s.err
+		}
+		return cloneResult(s.res), nil
+	}
+}
+
+// simKey identifies a simulation of an exclusive policy: the jobs and everything of the profile
+// but its slowdowns and descriptions (the group fixes the rest of the inputs).
+func simKey(jobs []trace.Job, prof *profile.Table) ([sha256.Size]byte, error) {
+	h := sha256.New()
+	var b []byte
+	for _, j := range jobs {
+		b = b[:0]
+		for _, x := range []int64{int64(j.ID), int64(j.Submit), int64(j.GPUs), j.Iters, int64(j.Batch), int64(j.IterTime), int64(j.Line), int64(len(j.Model))} {
+			b = binary.LittleEndian.AppendUint64(b, uint64(x))
+		}
+		h.Write(append(b, j.Model...))
+	}
+	if prof != nil {
+		c := *prof
+		c.Pairs, c.Notes, c.Source, c.Provenance = nil, nil, "", profile.Provenance{}
+		if err := c.Write(h); err != nil {
+			return [sha256.Size]byte{}, fmt.Errorf("bench: profile key: %w", err)
+		}
+	}
+	var key [sha256.Size]byte
+	h.Sum(key[:0])
+	return key, nil
+}
+
+// cloneResult copies what callers change of a shared result.
+func cloneResult(r *sim.Result) *sim.Result {
+	c := *r
+	c.Jobs = slices.Clone(r.Jobs)
+	c.Util = slices.Clone(r.Util)
+	c.Summary.Notes = slices.Clone(r.Summary.Notes)
+	c.Summary.ByModel = slices.Clone(r.Summary.ByModel)
+	c.Summary.ByGPUs = slices.Clone(r.Summary.ByGPUs)
+	return &c
+}
