@@ -83,8 +83,6 @@ type State struct {
 	Env        *Env
 	// Jobs lists every job of the trace by Job.Idx (arrival order).
 	Jobs []*Job
-	// ByID finds running jobs by ID.
-	ByID map[trace.JobID]*Job
 	// Lookup finds any job of the trace by ID (nil if unknown).
 	Lookup func(trace.JobID) *Job
 	// Finished lists the jobs that finished since the previous call, so policies can drop state.
@@ -97,8 +95,6 @@ type State struct {
 	// live run sets it from measurements): what a policy derived from it must be rebuilt.
 	Resync bool
 }
-
-func (s *State) byID(id trace.JobID) *Job { return s.ByID[id] }
 
 // Plan is a policy's decision. The engine applies Stop first (preemption), then Start. It is done
 // with a plan when it calls the policy again, so policies may reuse a plan's memory.

@@ -200,8 +200,9 @@ func (r *runSet) take() { r.fpop() }
 // putBack returns a job taken out in this call.
 func (r *runSet) putBack(x ranked) { r.fpush(front(x, -1, true)) }
 
-func (r *runSet) fless(a, b int) bool {
-	x, y := &r.front[a], &r.front[b]
+// fbefore orders frontier entries as less orders items: a total order (IDs are unique), so any
+// heap of them pops in one order.
+func fbefore(x, y *fentry) bool {
 	if c := cmp.Compare(x.k.A, y.k.A); c != 0 {
 		return c > 0
 	}
@@ -214,16 +215,20 @@ func (r *runSet) fless(a, b int) bool {
 	return x.id > y.id
 }
 
+// fpush and fdown move a hole instead of swapping entries, which writes each entry once.
 func (r *runSet) fpush(e fentry) {
 	r.front = append(r.front, e)
-	for i := len(r.front) - 1; i > 0; {
+	f := r.front
+	i := len(f) - 1
+	for i > 0 {
 		p := (i - 1) / 2
-		if !r.fless(i, p) {
+		if !fbefore(&e, &f[p]) {
 			break
 		}
-		r.front[i], r.front[p] = r.front[p], r.front[i]
+		f[i] = f[p]
 		i = p
 	}
+	f[i] = e
 }
 
 func (r *runSet) fpop() {
@@ -234,19 +239,25 @@ func (r *runSet) fpop() {
 }
 
 func (r *runSet) fdown(i int) {
-	n := len(r.front)
+	f := r.front
+	n := len(f)
+	if i >= n {
+		return
+	}
+	e := f[i]
 	for {
-		l, m := 2*i+1, i
-		if l < n && r.fless(l, m) {
-			m = l
+		m := 2*i + 1
+		if m >= n {
+			break
 		}
-		if l+1 < n && r.fless(l+1, m) {
-			m = l + 1
+		if c := m + 1; c < n && fbefore(&f[c], &f[m]) {
+			m = c
 		}
-		if m == i {
-			return
+		if !fbefore(&f[m], &e) {
+			break
 		}
-		r.front[i], r.front[m] = r.front[m], r.front[i]
+		f[i] = f[m]
 		i = m
 	}
+	f[i] = e
 }

@@ -77,7 +77,6 @@ type engine struct {
 	pend         policy.Queue   // pending jobs, in policy order
 	fam          []policy.Queue // pending jobs by family, in policy order
 	run          []*policy.Job
-	byID         map[trace.JobID]*policy.Job
 	state        policy.State
 	tick         time.Duration // scheduled tick, or -1
 	wake         time.Duration // latest requested wake, or 0
@@ -133,8 +132,7 @@ func newEngine(cfg Config, jobs []trace.Job, p policy.Policy, prof *profile.Tabl
 	}
 	s := &setup{cfg: cfg, prof: prof, cfgIdx: map[string]int{}, noProf: map[string]int{}, fams: map[famKey]int{}, cache: map[optKey]optEntry{}, memSrc: map[string]int{},
 		slab: make([]policy.Job, 0, len(jobs))}
-	e := &engine{cfg: cfg, pol: p, cl: cluster.New(cfg.Shape), obs: obs, tick: -1,
-		byID: map[trace.JobID]*policy.Job{}}
+	e := &engine{cfg: cfg, pol: p, cl: cluster.New(cfg.Shape), obs: obs, tick: -1}
 	restartSrc := map[string]int{}
 	e.keyer, _ = p.(policy.Keyer)
 	if ev, ok := p.(policy.EveryEventer); ok {
@@ -233,7 +231,7 @@ func newEngine(cfg Config, jobs []trace.Job, p policy.Policy, prof *profile.Tabl
 	for _, j := range e.jobs {
 		j.Size = slices.Index(sizes, j.GPUs)
 	}
-	e.state = policy.State{Cluster: e.cl, Env: e.env, ByID: e.byID, Pending: &e.pend, ByFamily: e.fam, FamilyGPUs: famGPUs,
+	e.state = policy.State{Cluster: e.cl, Env: e.env, Pending: &e.pend, ByFamily: e.fam, FamilyGPUs: famGPUs,
 		Sizes: sizes, Lookup: e.lookup, Jobs: e.jobs}
 	e.util.init(cfg.Shape.GPUs())
 	return e, nil

@@ -73,8 +73,8 @@ func (l *Live) GPUName(g int) string { return l.e.gpuName(g) }
 
 // Partners returns the running jobs that share a GPU with running job id, by ID.
 func (l *Live) Partners(id trace.JobID) []trace.JobID {
-	j := l.e.byID[id]
-	if j == nil {
+	j := l.e.lookup(id)
+	if j == nil || !j.Running {
 		return nil
 	}
 	var out []trace.JobID

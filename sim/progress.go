@@ -170,7 +170,6 @@ func (e *engine) stopRunning(j *policy.Job) {
 		panic(fmt.Sprintf("sim: job %d not in the running list", j.ID))
 	}
 	e.run = slices.Delete(e.run, k, k+1)
-	delete(e.byID, j.ID)
 	e.stats[j.Idx].sharedNow = false
 }
 
@@ -326,7 +325,6 @@ func (e *engine) startRunning(i int32, pl policy.Placement) {
 	}
 	k, _ := slices.BinarySearchFunc(e.run, j.ID, func(a *policy.Job, id trace.JobID) int { return cmp.Compare(a.ID, id) })
 	e.run = slices.Insert(e.run, k, j)
-	e.byID[j.ID] = j
 	if e.obs != nil {
 		ids := make([]string, len(j.On))
 		for k, g := range j.On {

@@ -100,8 +100,8 @@ func (c checkedPolicy) Schedule(s *policy.State) (policy.Plan, error) {
 	for _, pl := range plan.Start {
 		j := s.Lookup(pl.Job)
 		for _, id := range pl.Partners {
-			p := s.ByID[id]
-			if p == nil || slices.Contains(plan.Stop, id) {
+			p := s.Lookup(id)
+			if p == nil || !p.Running || slices.Contains(plan.Stop, id) {
 				continue // placed earlier in the same plan, or preempted and restarting
 			}
 			xa, _ := s.Env.Xi(j, pl.Opt, p, p.Opt)
