@@ -25,11 +25,60 @@ import (
 // derivation and ξ scale; the simulations of a group are dropped when its last run ends, so the
 // memo holds results only while a later run can still use them.
 
+// The memo also keeps each run's jobs and trace statistics for the other runs that read the same
+// trace, seed, profile and cluster (every policy of a setting): a generated trace is drawn twice
+// to calibrate its load, and the statistics look up every job's step time.
+
 // memo holds the groups of one or more sweeps.
 type memo struct {
 	mu     sync.Mutex
 	groups map[string]*memoGroup
-	hits   int // simulations handed on (for tests)
+	inputs map[string]*memoInputs // by inputsKey
+	hits   int                    // simulations handed on (for tests)
+	reads  int                    // runs that read shared inputs (for tests)
+}
+
+type memoInputs struct {
+	left  int // runs not yet finished
+	once  sync.Once
+	jobs  []trace.Job
+	stats TraceStats
+	err   error
+}
+
+// inputsKey identifies what a run's jobs and statistics depend on.
+func inputsKey(r *RunSpec) string {
+	shape := r.Cluster.Shape()
+	b, err := json.Marshal(struct {
+		Trace   TraceSpec
+		Seed    uint64
+		Profile ProfileSpec
+		GPUs    int
+		Mem     int64
+	}{r.Trace, r.Seed, r.Profile, shape.GPUs(), shape.GPUMemBytes})
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
+
+// runInputs returns run r's jobs (the caller's own copy) and their statistics, computed once for
+// the runs registered with the same inputs.
+func (m *memo) runInputs(r *RunSpec, load func() ([]trace.Job, TraceStats, error)) ([]trace.Job, TraceStats, error) {
+	m.mu.Lock()
+	e := m.inputs[inputsKey(r)]
+	if e != nil {
+		m.reads++
+	}
+	m.mu.Unlock()
+	if e == nil {
+		return load()
+	}
+	e.once.Do(func() { e.jobs, e.stats, e.err = load() })
+	if e.err != nil {
+		return nil, TraceStats{}, e.err
+	}
+	return slices.Clone(e.jobs), e.stats, nil
 }
 
 type memoGroup struct {
@@ -79,14 +128,28 @@ func memoGroupKey(r *RunSpec) string {
 
 // add registers runs about to be swept; groups of one are left out.
 func (m *memo) add(runs []RunSpec) {
-	count := map[string]int{}
+	count, inputs := map[string]int{}, map[string]int{}
 	for i := range runs {
 		if k := memoGroupKey(&runs[i]); k != "" {
 			count[k]++
 		}
+		inputs[inputsKey(&runs[i])]++
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	for k, n := range inputs {
+		if n < 2 {
+			continue
+		}
+		if m.inputs == nil {
+			m.inputs = map[string]*memoInputs{}
+		}
+		if e := m.inputs[k]; e != nil {
+			e.left += n
+		} else {
+			m.inputs[k] = &memoInputs{left: n}
+		}
+	}
 	for k, n := range count {
 		if n < 2 {
 			continue
@@ -104,12 +167,18 @@ func (m *memo) add(runs []RunSpec) {
 
 // done notes that run r of a registered group ended; the last one drops the group's results.
 func (m *memo) done(r *RunSpec) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ik := inputsKey(r)
+	if e := m.inputs[ik]; e != nil {
+		if e.left--; e.left <= 0 {
+			delete(m.inputs, ik)
+		}
+	}
 	k := memoGroupKey(r)
 	if k == "" {
 		return
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	if g := m.groups[k]; g != nil {
 		if g.left--; g.left <= 0 {
 			delete(m.groups, k)

@@ -93,9 +93,11 @@ func TestExclusiveIgnoresXi(t *testing.T) {
 }
 
 // TestMemoSameOutputs: a sweep whose settings differ only in the slowdowns hands the exclusive
-// policies' simulations on, and every file it writes equals the one a run on its own writes.
+// policies' simulations on, its runs share their jobs, and every file it writes equals the one
+// a run on its own writes.
 func TestMemoSameOutputs(t *testing.T) {
 	env := testEnv(t)
+	needData(t, env)
 	testbed := TraceSpec{Name: "testbed61", File: TraceTestbed61, Format: "muri"}
 	c := ClusterSpec{Nodes: 4, GPUsPerNode: 8, MemGiB: 48}
 	zero, more := 0.0, 1.5
@@ -109,6 +111,7 @@ func TestMemoSameOutputs(t *testing.T) {
 			{Name: "xi0", Trace: testbed, Profile: scaled(&zero), Cluster: c},
 			{Name: "xi1.5", Trace: testbed, Profile: scaled(&more), Cluster: c},
 			{Name: "sym", Trace: testbed, Profile: sym, Cluster: c},
+			{Name: "gen", Trace: TraceSpec{Name: "gen", Gen: &GenSpec{Jobs: 300, Load: 1.2, Pool: TracePhilly}}, Profile: gavel, Cluster: c},
 		},
 		Series:   []Series{{Name: "tiresias-testbed", Policy: "tiresias-testbed"}, {Name: "fifo", Policy: "fifo"}, {Name: "sjf-bsbf", Policy: "sjf-bsbf"}},
 		Analysis: Analysis{Baselines: []string{"fifo"}},
@@ -127,9 +130,11 @@ func TestMemoSameOutputs(t *testing.T) {
 			t.Fatalf("%s: %v", o.Run.ID, o.Err)
 		}
 	}
-	// Two exclusive policies × two seeds, each simulated once for three settings.
-	if in.memo.hits != 8 || len(in.memo.groups) != 0 {
-		t.Errorf("%d simulations handed on, %d groups left; want 8 and 0", in.memo.hits, len(in.memo.groups))
+	// Two exclusive policies × two seeds, each simulated once for three settings; every run
+	// shares its jobs with the two other policies of its setting and seed.
+	if in.memo.hits != 8 || len(in.memo.groups) != 0 || in.memo.reads != len(plan) || len(in.memo.inputs) != 0 {
+		t.Errorf("%d simulations handed on, %d groups left, %d runs read shared inputs, %d inputs left; want 8, 0, %d, 0",
+			in.memo.hits, len(in.memo.groups), in.memo.reads, len(in.memo.inputs), len(plan))
 	}
 	for i := range plan {
 		if err := plan[i].RunWith(context.Background(), NewInputs(env), alone); err != nil {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sharebench/sharebench/sim"
+	"github.com/sharebench/sharebench/trace"
 )
 
 // Files a run directory holds besides the simulator's (sim.SummaryFile, sim.JobsFile,
@@ -139,13 +140,19 @@ func (r *RunSpec) execute(ctx context.Context, in *Inputs, outRoot string) error
 	if err := shape.Validate(); err != nil {
 		return fmt.Errorf("bench: %w", err)
 	}
-	jobs, err := in.Jobs(r.Trace, r.Seed, prof, mm, shape.GPUs(), shape.GPUMemBytes)
+	jobs, stats, err := in.memo.runInputs(r, func() ([]trace.Job, TraceStats, error) {
+		jobs, err := in.Jobs(r.Trace, r.Seed, prof, mm, shape.GPUs(), shape.GPUMemBytes)
+		if err != nil {
+			return nil, TraceStats{}, err
+		}
+		stats, err := Stats(jobs, prof, mm, shape.GPUMemBytes)
+		if err != nil {
+			return nil, TraceStats{}, fmt.Errorf("bench: trace %s: %w", r.Trace.Name, err)
+		}
+		return jobs, stats, nil
+	})
 	if err != nil {
 		return err
-	}
-	stats, err := Stats(jobs, prof, mm, shape.GPUMemBytes)
-	if err != nil {
-		return fmt.Errorf("bench: trace %s: %w", r.Trace.Name, err)
 	}
 	rec := RunRecord{Spec: r, Profile: r.Profile.Name(), TraceStats: stats, OfferedLoad: round6(stats.OfferedLoad(shape.GPUs())),
 		PolicyCommand: policyCommand(r.Policy)}
