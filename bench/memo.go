@@ -137,30 +137,42 @@ func (m *memo) add(runs []RunSpec) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for k, n := range inputs {
+	m.inputs = register(m.inputs, inputs, func(n int) *memoInputs { return &memoInputs{left: n} })
+	m.groups = register(m.groups, count, func(n int) *memoGroup {
+		return &memoGroup{left: n, sims: map[[sha256.Size]byte]*memoSim{}}
+	})
+}
+
+// counted is an entry kept until its last run ends.
+type counted interface{ runsLeft() *int }
+
+func (g *memoGroup) runsLeft() *int  { return &g.left }
+func (e *memoInputs) runsLeft() *int { return &e.left }
+
+// register adds to dst the keys counted at least twice, making new entries with mk.
+func register[E counted](dst map[string]E, counts map[string]int, mk func(n int) E) map[string]E {
+	for k, n := range counts {
 		if n < 2 {
 			continue
 		}
-		if m.inputs == nil {
-			m.inputs = map[string]*memoInputs{}
+		if dst == nil {
+			dst = map[string]E{}
 		}
-		if e := m.inputs[k]; e != nil {
-			e.left += n
+		if e, ok := dst[k]; ok {
+			*e.runsLeft() += n
 		} else {
-			m.inputs[k] = &memoInputs{left: n}
+			dst[k] = mk(n)
 		}
 	}
-	for k, n := range count {
-		if n < 2 {
-			continue
-		}
-		if m.groups == nil {
-			m.groups = map[string]*memoGroup{}
-		}
-		if g := m.groups[k]; g != nil {
-			g.left += n
-		} else {
-			m.groups[k] = &memoGroup{left: n, sims: map[[sha256.Size]byte]*memoSim{}}
+	return dst
+}
+
+// release notes that one run of key k's entry ended; the last one drops the entry.
+func release[E counted](m map[string]E, k string) {
+	if e, ok := m[k]; ok {
+		n := e.runsLeft()
+		if *n--; *n <= 0 {
+			delete(m, k)
 		}
 	}
 }
@@ -169,20 +181,9 @@ func (m *memo) add(runs []RunSpec) {
 func (m *memo) done(r *RunSpec) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	ik := inputsKey(r)
-	if e := m.inputs[ik]; e != nil {
-		if e.left--; e.left <= 0 {
-			delete(m.inputs, ik)
-		}
-	}
-	k := memoGroupKey(r)
-	if k == "" {
-		return
-	}
-	if g := m.groups[k]; g != nil {
-		if g.left--; g.left <= 0 {
-			delete(m.groups, k)
-		}
+	release(m.inputs, inputsKey(r))
+	if k := memoGroupKey(r); k != "" {
+		release(m.groups, k)
 	}
 }
 
