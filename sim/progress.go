@@ -309,7 +309,8 @@ func (e *engine) apply(plan policy.Plan) error {
 func (e *engine) startRunning(i int32, pl policy.Placement) {
 	j := e.jobs[i]
 	j.Running = true
-	j.On = slices.Clone(pl.GPUs)
+	// The previous run's list is no longer read by anyone: its memory is reused.
+	j.On = append(j.On[:0], pl.GPUs...)
 	slices.Sort(j.On)
 	j.Opt = pl.Opt
 	j.Since = e.now
