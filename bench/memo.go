@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
@@ -46,7 +47,8 @@ type memoInputs struct {
 	err   error
 }
 
-// inputsKey identifies what a run's jobs and statistics depend on.
+// inputsKey identifies what a run's jobs and statistics depend on; "" (a spec that does not
+// encode, such as an infinite load scale) shares nothing.
 func inputsKey(r *RunSpec) string {
 	shape := r.Cluster.Shape()
 	b, err := json.Marshal(struct {
@@ -66,7 +68,7 @@ func inputsKey(r *RunSpec) string {
 // the runs registered with the same inputs.
 func (m *memo) runInputs(r *RunSpec, load func() ([]trace.Job, TraceStats, error)) ([]trace.Job, TraceStats, error) {
 	m.mu.Lock()
-	e := m.inputs[inputsKey(r)]
+	e := m.inputs[inputsKey(r)] // none under ""
 	if e != nil {
 		m.reads++
 	}
@@ -133,7 +135,9 @@ func (m *memo) add(runs []RunSpec) {
 		if k := memoGroupKey(&runs[i]); k != "" {
 			count[k]++
 		}
-		inputs[inputsKey(&runs[i])]++
+		if k := inputsKey(&runs[i]); k != "" {
+			inputs[k]++
+		}
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -189,7 +193,7 @@ func (m *memo) done(r *RunSpec) {
 
 // share returns the function that runs r's simulation through the memo, or nil when r's group
 // is not registered.
-func (m *memo) share(r *RunSpec) func(key [sha256.Size]byte, run func() (*sim.Result, error)) (*sim.Result, error) {
+func (m *memo) share(r *RunSpec) shareFunc {
 	k := memoGroupKey(r)
 	if k == "" {
 		return nil
@@ -200,37 +204,48 @@ func (m *memo) share(r *RunSpec) func(key [sha256.Size]byte, run func() (*sim.Re
 	if g == nil {
 		return nil
 	}
-	return func(key [sha256.Size]byte, run func() (*sim.Result, error)) (*sim.Result, error) {
+	return func(ctx context.Context, key [sha256.Size]byte, run func() (*sim.Result, error)) (*sim.Result, error) {
 		m.mu.Lock()
 		s, found := g.sims[key]
 		if !found {
 			s = &memoSim{done: make(chan struct{})}
 			g.sims[key] = s
 		}
-		if found {
-			m.hits++
-		}
 		m.mu.Unlock()
 		if found {
-			<-s.done
-			if s.err != nil {
-				return run() // a failure (a time limit, say) is the failing run's own
+			select {
+			case <-s.done:
+			case <-ctx.Done():
+				return nil, ctx.Err()
 			}
+			if s.res == nil {
+				// The first run failed (a time limit, say), or looked slowdowns up after all:
+				// this run is its own.
+				return run()
+			}
+			m.mu.Lock()
+			m.hits++
+			m.mu.Unlock()
 			return cloneResult(s.res), nil
 		}
-		s.res, s.err = run()
-		if s.err != nil {
+		res, err := run()
+		if err == nil && res.PairLookups == 0 && res.Summary.SharedJobs == 0 {
+			s.res = res
+			res = cloneResult(res)
+		} else {
 			m.mu.Lock()
 			delete(g.sims, key)
 			m.mu.Unlock()
 		}
 		close(s.done)
-		if s.err != nil {
-			return nil, s.err
-		}
-		return cloneResult(s.res), nil
+		return res, err
 	}
 }
+
+// shareFunc runs a simulation through the memo under key: run's result, or a copy of an equal
+// run's. A result is handed on only if it looked no slowdown up and shared no GPU, which checks
+// what policy.Exclusive promises.
+type shareFunc func(ctx context.Context, key [sha256.Size]byte, run func() (*sim.Result, error)) (*sim.Result, error)
 
 // simKey identifies a simulation of an exclusive policy: the jobs and everything of the profile
 // but its slowdowns and descriptions (the group fixes the rest of the inputs).

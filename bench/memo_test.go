@@ -3,6 +3,8 @@ package bench
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -81,14 +83,17 @@ func TestExclusiveIgnoresXi(t *testing.T) {
 	}
 	for _, pol := range []string{"fifo", "sjf", "tiresias", "tiresias-testbed", "Tiresias", "fifo-no-preempt", `sjf{"victims":"tentative"}`} {
 		want := simulate(pol, profs[0])
+		if want.PairLookups != 0 || want.Summary.SharedJobs != 0 {
+			t.Errorf("%s: %d slowdowns looked up, %d jobs shared", pol, want.PairLookups, want.Summary.SharedJobs)
+		}
 		for i, prof := range profs[1:] {
 			if got := simulate(pol, prof); !reflect.DeepEqual(got, want) {
 				t.Errorf("%s: the simulation with profile variant %d differs from the one with the profile", pol, i+1)
 			}
 		}
 	}
-	if reflect.DeepEqual(simulate("sjf-bsbf", profs[1]), simulate("sjf-bsbf", profs[2])) {
-		t.Error("sjf-bsbf gives the same simulation with ξ scaled by 0 and by 1.5: the trace does not test the slowdowns")
+	if a, b := simulate("sjf-bsbf", profs[1]), simulate("sjf-bsbf", profs[2]); reflect.DeepEqual(a.Jobs, b.Jobs) || a.PairLookups == 0 {
+		t.Errorf("sjf-bsbf gives the same jobs with ξ scaled by 0 and by 1.5 (%d slowdowns looked up): the trace does not test the slowdowns", a.PairLookups)
 	}
 }
 
@@ -103,18 +108,23 @@ func TestMemoSameOutputs(t *testing.T) {
 	zero, more := 0.0, 1.5
 	gavel := ProfileSpec{File: ProfileGavelV100, ModelMap: ModelMapGavel}
 	scaled := func(s *float64) ProfileSpec { p := gavel; p.XiScale = s; return p }
-	sym := gavel
-	sym.Derive = DeriveSymmetric
+	sym, sub := gavel, gavel
+	sym.Derive, sub.Derive = DeriveSymmetric, DeriveSubBatch
 	plan, err := expand([]Experiment{{
 		Name: "M", Title: "memo", Seeds: []uint64{1, 2},
 		Settings: []Setting{
 			{Name: "xi0", Trace: testbed, Profile: scaled(&zero), Cluster: c},
 			{Name: "xi1.5", Trace: testbed, Profile: scaled(&more), Cluster: c},
 			{Name: "sym", Trace: testbed, Profile: sym, Cluster: c},
+			// Other step times: the exclusive runs are simulated anew.
+			{Name: "sub", Trace: testbed, Profile: sub, Cluster: c},
 			{Name: "gen", Trace: TraceSpec{Name: "gen", Gen: &GenSpec{Jobs: 300, Load: 1.2, Pool: TracePhilly}}, Profile: gavel, Cluster: c},
 		},
 		Series:   []Series{{Name: "tiresias-testbed", Policy: "tiresias-testbed"}, {Name: "fifo", Policy: "fifo"}, {Name: "sjf-bsbf", Policy: "sjf-bsbf"}},
 		Analysis: Analysis{Baselines: []string{"fifo"}},
+		// A sampled jobs.csv adds a note to each run's summary: a result handed on uncopied
+		// would collect them.
+		Keep: Keep{JobRows: 20},
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -130,8 +140,8 @@ func TestMemoSameOutputs(t *testing.T) {
 			t.Fatalf("%s: %v", o.Run.ID, o.Err)
 		}
 	}
-	// Two exclusive policies × two seeds, each simulated once for three settings; every run
-	// shares its jobs with the two other policies of its setting and seed.
+	// Two exclusive policies × two seeds, each simulated once for the three settings that
+	// differ in ξ only; every run shares its jobs with the other policies of its setting and seed.
 	if in.memo.hits != 8 || len(in.memo.groups) != 0 || in.memo.reads != len(plan) || len(in.memo.inputs) != 0 {
 		t.Errorf("%d simulations handed on, %d groups left, %d runs read shared inputs, %d inputs left; want 8, 0, %d, 0",
 			in.memo.hits, len(in.memo.groups), in.memo.reads, len(in.memo.inputs), len(plan))
@@ -157,5 +167,61 @@ func TestMemoSameOutputs(t *testing.T) {
 	})
 	if err != nil || n < len(plan)*3 {
 		t.Fatalf("compared %d files (%v)", n, err)
+	}
+}
+
+// TestMemoGuard: a result that looked slowdowns up is not handed on whatever the policy says,
+// a failed one neither, and a run waiting for another's simulation stops when its context ends.
+func TestMemoGuard(t *testing.T) {
+	zero, more := 0.0, 1.5
+	runs := make([]RunSpec, 3)
+	for i, s := range []*float64{&zero, &more, nil} {
+		runs[i] = RunSpec{ID: fmt.Sprint(i), Policy: "fifo", Seed: 1,
+			Profile: ProfileSpec{File: ProfileGavelV100, ModelMap: ModelMapGavel, XiScale: s}}
+	}
+	var key [32]byte
+	ctx := context.Background()
+	for _, c := range []struct {
+		name string
+		res  *sim.Result
+		err  error
+	}{
+		{"looked slowdowns up", &sim.Result{PairLookups: 1}, nil},
+		{"shared a GPU", &sim.Result{Summary: sim.Summary{SharedJobs: 1}}, nil},
+		{"failed", nil, errors.New("time limit")},
+	} {
+		var m memo
+		m.add(runs)
+		first, second := m.share(&runs[0]), m.share(&runs[1])
+		if first == nil || second == nil {
+			t.Fatal("runs differing only in ξ are not grouped")
+		}
+		first(ctx, key, func() (*sim.Result, error) { return c.res, c.err })
+		ran := false
+		second(ctx, key, func() (*sim.Result, error) { ran = true; return &sim.Result{}, nil })
+		if !ran || m.hits != 0 {
+			t.Errorf("%s: handed on to the next run", c.name)
+		}
+	}
+
+	var m memo
+	m.add(runs)
+	release := make(chan struct{})
+	started := make(chan struct{})
+	go m.share(&runs[0])(ctx, key, func() (*sim.Result, error) {
+		close(started)
+		<-release
+		return &sim.Result{}, nil
+	})
+	<-started
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := m.share(&runs[1])(cctx, key, func() (*sim.Result, error) { return &sim.Result{}, nil }); !errors.Is(err, context.Canceled) {
+		t.Errorf("a waiting run whose context ended returned %v", err)
+	}
+	close(release)
+	res, err := m.share(&runs[2])(ctx, key, func() (*sim.Result, error) { t.Error("simulated again"); return nil, nil })
+	if err != nil || res == nil || m.hits != 1 {
+		t.Errorf("after the first run: %v, %v, %d hits", res, err, m.hits)
 	}
 }

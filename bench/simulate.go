@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"crypto/sha256"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -38,7 +37,7 @@ type SimSpec struct {
 	// Observer, when set, also receives the decision log.
 	Observer sim.Observer
 	// share, when set, runs the simulation of an exclusive policy through a sweep's memo.
-	share func(key [sha256.Size]byte, run func() (*sim.Result, error)) (*sim.Result, error)
+	share shareFunc
 }
 
 // Simulate runs spec. When out is not empty it writes the run directory there atomically,
@@ -104,7 +103,7 @@ func Simulate(ctx context.Context, spec SimSpec, out string, decisions bool) (*s
 		if kerr != nil {
 			return nil, kerr
 		}
-		res, err = spec.share(key, run)
+		res, err = spec.share(ctx, key, run)
 	} else {
 		res, err = run()
 	}

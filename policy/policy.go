@@ -288,6 +288,7 @@ type Env struct {
 	xi      [][]float64
 	missing map[[2]int]struct{}
 	clamped map[[2]int]struct{}
+	lookups int64 // pairs looked up
 }
 
 // NewEnv returns an Env with nCfg configurations and nGC GPU-count classes, no pairs known.
@@ -316,6 +317,7 @@ func (e *Env) Xi(a *Job, oa int, b *Job, ob int) (float64, bool) {
 
 // pair is Xi by GPU-count classes and configurations.
 func (e *Env) pair(gca, ca, gcb, cb int) (float64, bool) {
+	e.lookups++
 	x := e.xi[gca][ca*e.NCfg+cb]
 	y := e.xi[gcb][cb*e.NCfg+ca]
 	if math.IsNaN(x) || math.IsNaN(y) {
@@ -340,7 +342,13 @@ func (e *Env) Classes() int { return len(e.xi) }
 // RawXi returns ξ of configuration a next to b for GPU-count class gc as the profile gives it:
 // NaN when missing, not clamped, and recorded nowhere (for handing the matrices to policies
 // outside the process, which then look pairs up themselves).
-func (e *Env) RawXi(gc, a, b int) float64 { return e.xi[gc][a*e.NCfg+b] }
+func (e *Env) RawXi(gc, a, b int) float64 {
+	e.lookups++
+	return e.xi[gc][a*e.NCfg+b]
+}
+
+// Lookups returns how many slowdowns were looked up (Xi, RawXi and the share checks).
+func (e *Env) Lookups() int64 { return e.lookups }
 
 // Missing returns the number of distinct ordered configuration pairs looked up and not found.
 func (e *Env) Missing() int { return len(e.missing) }

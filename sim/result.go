@@ -17,6 +17,9 @@ type Result struct {
 	Jobs    []JobResult // by job ID
 	Util    []UtilRow
 	Summary Summary
+	// PairLookups counts the slowdowns the policy and the engine looked up (written nowhere): 0
+	// means the run did not depend on them.
+	PairLookups int64
 }
 
 // JobResult is one row of jobs.csv.
@@ -131,7 +134,7 @@ func quantile(sorted []time.Duration, q float64) time.Duration {
 }
 
 func (e *engine) result() *Result {
-	r := &Result{Jobs: make([]JobResult, len(e.jobs))}
+	r := &Result{Jobs: make([]JobResult, len(e.jobs)), PairLookups: e.env.Lookups()}
 	jcts := make([]time.Duration, len(e.jobs))
 	var sumJCT, sumQueue float64 // seconds: nanosecond sums overflow on Philly-scale traces
 	makespan, pre := time.Duration(0), 0
