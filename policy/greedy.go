@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -70,7 +71,7 @@ type greedy struct {
 	cur     []Pos     // each family's next job in State.ByFamily, unless the family lags (below)
 	head    []*Job    // the job at cur, nil past the end
 	headA   []float64 // head's K.A, for the heap's comparisons
-	heads   famHeap
+	heads   binHeap[int32]
 	// The walk position: the last job walked (pending or victim) and its key. A family that
 	// failed keeps its position until the cluster changes; it then lags behind the walk and
 	// jumps ahead when it reaches the heap's top.
@@ -261,7 +262,16 @@ func (g *greedy) walk() error {
 		g.head = make([]*Job, nf)
 		g.headA = make([]float64, nf)
 	}
-	g.heads.a, g.heads.head = g.headA, g.head
+	if g.heads.less == nil {
+		g.heads.less = func(a, b int32) bool {
+			// The heads' first keys sit in headA, so most comparisons read no job.
+			if c := cmp.Compare(g.headA[a], g.headA[b]); c != 0 {
+				return c < 0 // as Compare, which looks at A first
+			}
+			x, y := g.head[a], g.head[b]
+			return Compare(x.K, x, y.K, y) < 0
+		}
+	}
 	g.walked, g.merging, g.skipped, g.scan = false, false, 0, Pos{}
 	g.revive()
 	g.phase1 = g.preempt

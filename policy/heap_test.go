@@ -40,75 +40,91 @@ func TestBinHeapDrop(t *testing.T) {
 	}
 }
 
-// TestDueHeapAsBinHeap: dueHeap pops deadlines in binHeap's order, ties in (at, job) included,
-// through pushes, pops and drops.
-func TestDueHeapAsBinHeap(t *testing.T) {
-	rng := rand.New(rand.NewPCG(5, 6))
-	ref := binHeap[deadline]{less: func(a, b deadline) bool { return deadlineBefore(&a, &b) }}
-	var due dueHeap
-	jobs := []*Job{{Preempts: 0}, {Preempts: 1}, {Preempts: 2}}
-	for step := range 20000 {
-		switch r := rng.IntN(10); {
-		case r < 6:
-			// Few instants and ids: many ties, told apart only by runs.
-			d := deadline{at: time.Duration(rng.IntN(30)), job: trace.JobID(rng.IntN(3)), runs: step}
-			d.j = jobs[d.job]
-			ref.push(d)
-			due.push(d)
-		case r < 9 && ref.len() > 0:
-			if a, b := ref.pop(), due.pop(); a != b {
-				t.Fatalf("step %d: popped %+v, binHeap %+v", step, b, a)
-			}
-		case r == 9:
-			dead := func(d deadline) bool { return d.runs%4 == 0 }
-			ref.drop(dead)
-			due.drop(func(d *deadline) bool { return dead(*d) })
+// swapHeap is the textbook heap binHeap was before it moved a hole instead of swapping.
+type swapHeap[T any] struct {
+	items []T
+	less  func(a, b T) bool
+}
+
+func (h *swapHeap[T]) push(x T) {
+	h.items = append(h.items, x)
+	for i := len(h.items) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !h.less(h.items[i], h.items[p]) {
+			break
 		}
-		if ref.len() != due.len() {
-			t.Fatalf("step %d: %d deadlines, binHeap %d", step, due.len(), ref.len())
-		}
+		h.items[i], h.items[p] = h.items[p], h.items[i]
+		i = p
 	}
 }
 
-// TestFamHeapAsBinHeap: famHeap pops families in binHeap's order under the merge's comparison,
-// with heads that tie on the first key.
-func TestFamHeapAsBinHeap(t *testing.T) {
-	rng := rand.New(rand.NewPCG(7, 8))
-	const n = 200
-	head := make([]*Job, n)
-	a := make([]float64, n)
-	for round := range 100 {
-		for f := range n {
-			head[f] = &Job{Job: trace.Job{ID: trace.JobID(rng.IntN(50)), Submit: time.Duration(rng.IntN(4))}, K: Key{A: float64(rng.IntN(5)), B: int64(rng.IntN(2))}}
-			a[f] = head[f].K.A
+func (h *swapHeap[T]) down(i int) {
+	for n := len(h.items); ; {
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < n && h.less(h.items[l], h.items[m]) {
+			m = l
 		}
-		ref := binHeap[int32]{less: func(x, y int32) bool { return Compare(head[x].K, head[x], head[y].K, head[y]) < 0 }}
-		h := famHeap{a: a, head: head}
-		for f := range n {
-			if rng.IntN(3) > 0 {
-				ref.items = append(ref.items, int32(f))
-				h.items = append(h.items, int32(f))
+		if r < n && h.less(h.items[r], h.items[m]) {
+			m = r
+		}
+		if m == i {
+			return
+		}
+		h.items[i], h.items[m] = h.items[m], h.items[i]
+		i = m
+	}
+}
+
+func (h *swapHeap[T]) pop() T {
+	top, n := h.items[0], len(h.items)-1
+	h.items[0] = h.items[n]
+	h.items = h.items[:n]
+	h.down(0)
+	return top
+}
+
+// TestBinHeapAsSwapHeap: binHeap pops in the textbook heap's order, ties included (items that
+// tie on the order but differ), through pushes, pops, re-sifts of the top and drops, so decisions
+// that depend on the order of tied deadlines or family heads stayed as they were.
+func TestBinHeapAsSwapHeap(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	less := func(a, b deadline) bool { return deadlineBefore(a, b) }
+	ref := swapHeap[deadline]{less: less}
+	h := binHeap[deadline]{less: less}
+	for step := range 30000 {
+		switch r := rng.IntN(12); {
+		case r < 6:
+			// Few instants and ids: many ties, told apart only by runs.
+			d := deadline{at: time.Duration(rng.IntN(30)), job: trace.JobID(rng.IntN(3)), runs: step}
+			ref.push(d)
+			h.push(d)
+		case r < 9 && h.len() > 0:
+			if a, b := ref.pop(), h.pop(); a != b {
+				t.Fatalf("step %d: popped %+v, textbook heap %+v", step, b, a)
+			}
+		case r < 11 && h.len() > 0:
+			// The top takes a later key and sinks, as the walk's family heads do.
+			d := deadline{at: h.items[0].at + time.Duration(rng.IntN(3)), job: trace.JobID(rng.IntN(3)), runs: step}
+			ref.items[0], h.items[0] = d, d
+			ref.down(0)
+			h.down(0)
+		case r == 11:
+			dead := func(d deadline) bool { return d.runs%4 == 0 }
+			h.drop(dead)
+			k := 0
+			for _, x := range ref.items {
+				if !dead(x) {
+					ref.items[k] = x
+					k++
+				}
+			}
+			ref.items = ref.items[:k]
+			for i := k/2 - 1; i >= 0; i-- {
+				ref.down(i)
 			}
 		}
-		ref.init()
-		h.init()
-		for ref.len() > 0 {
-			if h.top() != ref.top() {
-				t.Fatalf("round %d: top %d, binHeap %d", round, h.top(), ref.top())
-			}
-			if f := h.top(); rng.IntN(2) == 0 {
-				// The family's next job, as the walk's pass does.
-				head[f] = &Job{Job: trace.Job{ID: trace.JobID(rng.IntN(50)), Submit: time.Duration(rng.IntN(4))}, K: Key{A: head[f].K.A + float64(rng.IntN(2)), B: int64(rng.IntN(2))}}
-				a[f] = head[f].K.A
-				ref.down(0)
-				h.down(0)
-			} else {
-				ref.pop()
-				h.pop()
-			}
-		}
-		if h.len() != 0 {
-			t.Fatalf("round %d: %d families left", round, h.len())
+		if !slices.Equal(h.items, ref.items) {
+			t.Fatalf("step %d: the heaps differ", step)
 		}
 	}
 }

@@ -27,9 +27,9 @@ type TiresiasEntry struct {
 	gpuTime bool
 	starve  float64
 	authors bool
-	st      []tiresiasJob // by Job.Idx
-	due     dueHeap       // by deadlineBefore
-	dueCap  int           // due's length at which stale deadlines are dropped (push)
+	st      []tiresiasJob     // by Job.Idx
+	due     binHeap[deadline] // by deadlineBefore
+	dueCap  int               // due's length at which stale deadlines are dropped (push)
 	// stale holds, sorted from stale[staleAt] on, the times of the stale deadlines dropped
 	// from due: each still wakes the engine, as it did from due (an event is not free: with
 	// the lineage's per-event overhead every event costs running jobs progress).
@@ -66,7 +66,7 @@ func newTiresiasEntry(a TiresiasEntryArgs) (*TiresiasEntry, error) {
 	if len(a.LimitsS) == 0 {
 		return nil, fmt.Errorf("limits_s: need at least one queue limit")
 	}
-	t := &TiresiasEntry{starve: a.StarveFactor, authors: a.AuthorsOrder}
+	t := &TiresiasEntry{starve: a.StarveFactor, authors: a.AuthorsOrder, due: binHeap[deadline]{less: deadlineBefore}}
 	for i, l := range a.LimitsS {
 		if !(l > 0) || math.IsInf(l, 0) || (i > 0 && l <= a.LimitsS[i-1]) {
 			return nil, fmt.Errorf("limits_s: want positive, increasing limits, got %v", a.LimitsS)
@@ -222,7 +222,7 @@ func (t *TiresiasEntry) push(d deadline) {
 		return
 	}
 	var times []time.Duration
-	t.due.drop(func(d *deadline) bool {
+	t.due.drop(func(d deadline) bool {
 		dead := d.j.Done || d.j.Preempts > d.runs
 		if dead {
 			times = append(times, d.at)
@@ -264,7 +264,7 @@ type deadline struct {
 }
 
 // deadlineBefore orders deadlines by (at, job); the job tie-break keeps pops deterministic.
-func deadlineBefore(a, b *deadline) bool { return a.at < b.at || (a.at == b.at && a.job < b.job) }
+func deadlineBefore(a, b deadline) bool { return a.at < b.at || (a.at == b.at && a.job < b.job) }
 
 // mergeSorted merges two sorted lists into a new one.
 func mergeSorted(a, b []time.Duration) []time.Duration {
