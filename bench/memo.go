@@ -33,6 +33,7 @@ import (
 // memo holds the groups of one or more sweeps.
 type memo struct {
 	mu     sync.Mutex
+	keys   map[*RunSpec]runKeys // the registered runs' keys, computed once
 	groups map[string]*memoGroup
 	inputs map[string]*memoInputs // by inputsKey
 	hits   int                    // simulations handed on (for tests)
@@ -68,7 +69,7 @@ func inputsKey(r *RunSpec) string {
 // the runs registered with the same inputs.
 func (m *memo) runInputs(r *RunSpec, load func() ([]trace.Job, TraceStats, error)) ([]trace.Job, TraceStats, error) {
 	m.mu.Lock()
-	e := m.inputs[inputsKey(r)] // none under ""
+	e := m.inputs[m.keys[r].inputs] // none under ""
 	if e != nil {
 		m.reads++
 	}
@@ -128,19 +129,30 @@ func memoGroupKey(r *RunSpec) string {
 	return string(b)
 }
 
-// add registers runs about to be swept; groups of one are left out.
+// runKeys are a run's memoGroupKey and inputsKey.
+type runKeys struct{ group, inputs string }
+
+// add registers runs about to be swept; groups of one are left out. Only registered runs share.
 func (m *memo) add(runs []RunSpec) {
 	count, inputs := map[string]int{}, map[string]int{}
+	keys := make([]runKeys, len(runs))
 	for i := range runs {
-		if k := memoGroupKey(&runs[i]); k != "" {
+		keys[i] = runKeys{memoGroupKey(&runs[i]), inputsKey(&runs[i])}
+		if k := keys[i].group; k != "" {
 			count[k]++
 		}
-		if k := inputsKey(&runs[i]); k != "" {
+		if k := keys[i].inputs; k != "" {
 			inputs[k]++
 		}
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.keys == nil {
+		m.keys = map[*RunSpec]runKeys{}
+	}
+	for i := range runs {
+		m.keys[&runs[i]] = keys[i]
+	}
 	m.inputs = register(m.inputs, inputs, func(n int) *memoInputs { return &memoInputs{left: n} })
 	m.groups = register(m.groups, count, func(n int) *memoGroup {
 		return &memoGroup{left: n, sims: map[[sha256.Size]byte]*memoSim{}}
@@ -185,21 +197,20 @@ func release[E counted](m map[string]E, k string) {
 func (m *memo) done(r *RunSpec) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	release(m.inputs, inputsKey(r))
-	if k := memoGroupKey(r); k != "" {
-		release(m.groups, k)
+	k, ok := m.keys[r]
+	if !ok {
+		return
 	}
+	delete(m.keys, r)
+	release(m.inputs, k.inputs)
+	release(m.groups, k.group)
 }
 
 // share returns the function that runs r's simulation through the memo, or nil when r's group
 // is not registered.
 func (m *memo) share(r *RunSpec) shareFunc {
-	k := memoGroupKey(r)
-	if k == "" {
-		return nil
-	}
 	m.mu.Lock()
-	g := m.groups[k]
+	g := m.groups[m.keys[r].group] // none under ""
 	m.mu.Unlock()
 	if g == nil {
 		return nil

@@ -142,7 +142,7 @@ func TestMemoSameOutputs(t *testing.T) {
 	}
 	// Two exclusive policies × two seeds, each simulated once for the three settings that
 	// differ in ξ only; every run shares its jobs with the other policies of its setting and seed.
-	if in.memo.hits != 8 || len(in.memo.groups) != 0 || in.memo.reads != len(plan) || len(in.memo.inputs) != 0 {
+	if in.memo.hits != 8 || len(in.memo.groups) != 0 || in.memo.reads != len(plan) || len(in.memo.inputs) != 0 || len(in.memo.keys) != 0 {
 		t.Errorf("%d simulations handed on, %d groups left, %d runs read shared inputs, %d inputs left; want 8, 0, %d, 0",
 			in.memo.hits, len(in.memo.groups), in.memo.reads, len(in.memo.inputs), len(plan))
 	}
