@@ -88,9 +88,8 @@ func (h *swapHeap[T]) pop() T {
 // that depend on the order of tied deadlines or family heads stayed as they were.
 func TestBinHeapAsSwapHeap(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
-	less := func(a, b deadline) bool { return deadlineBefore(a, b) }
-	ref := swapHeap[deadline]{less: less}
-	h := binHeap[deadline]{less: less}
+	ref := swapHeap[deadline]{less: deadlineBefore}
+	h := binHeap[deadline]{less: deadlineBefore}
 	for step := range 30000 {
 		switch r := rng.IntN(12); {
 		case r < 6:
