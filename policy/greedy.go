@@ -151,6 +151,7 @@ func (g *greedy) below(k Key, j *Job) bool {
 // Schedule of a preemptive policy on greedy calls it (run does), since the engine hands each
 // change to one call only.
 func (g *greedy) sync(s *State, runKey func(*Job) Key) {
+	g.rs.fixed = g.timeless
 	g.rs.grow(len(s.Jobs))
 	if g.exhaustive {
 		g.rs.clear()

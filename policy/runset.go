@@ -14,15 +14,22 @@ import (
 // and entry time) and remaining times, which only shrink while a job's rate stays. The walk of a
 // call (start, lowest) computes exact keys from the top down as far as it goes, so the heap
 // survives from call to call instead of being rebuilt from every running job.
+//
+// With fixed keys (a timeless policy's, which change only when the policy re-keys a job, and
+// then through put), the set is instead a list of the jobs sorted lowest priority first: a call
+// takes victims with a cursor, without the frontier's heap steps (runset_fixed.go).
 type runSet struct {
 	items []ranked
-	where []int32 // by Job.Idx: index in items, -1 if absent
+	where []int32 // by Job.Idx: index in items, -1 if absent (fixed: 0 if present)
 	front []fentry
+	fixedSet
 }
 
-func (r *runSet) less(a, b int) bool {
-	x, y := &r.items[a], &r.items[b]
-	// Compare(x.k, x.j, y.k, y.j) > 0 on the copies in the entries, which spares loading jobs.
+func (r *runSet) less(a, b int) bool { return lower(&r.items[a], &r.items[b]) }
+
+// lower reports whether x ranks below y: Compare(x.k, x.j, y.k, y.j) > 0 on the copies in the
+// entries, which spares loading jobs.
+func lower(x, y *ranked) bool {
 	if c := cmp.Compare(x.k.A, y.k.A); c != 0 {
 		return c > 0
 	}
@@ -80,10 +87,18 @@ func (r *runSet) grow(n int) {
 	for len(r.where) < n {
 		r.where = append(r.where, -1)
 	}
+	if r.fixed && len(r.ent) < n {
+		r.ent = append(r.ent, make([]ranked, n-len(r.ent))...)
+		r.out = append(r.out, make([]uint32, n-len(r.out))...)
+	}
 }
 
 // put adds x, or replaces the entry of its job.
 func (r *runSet) put(x ranked) {
+	if r.fixed {
+		r.fixedPut(x)
+		return
+	}
 	if i := r.where[x.j.Idx]; i >= 0 {
 		r.items[i] = x
 		r.up(int(i))
@@ -97,6 +112,10 @@ func (r *runSet) put(x ranked) {
 
 // remove drops j's entry if there is one.
 func (r *runSet) remove(j *Job) {
+	if r.fixed {
+		r.fixedRemove(j)
+		return
+	}
 	i := int(r.where[j.Idx])
 	if i < 0 {
 		return
@@ -115,6 +134,10 @@ func (r *runSet) remove(j *Job) {
 
 // clear empties the set.
 func (r *runSet) clear() {
+	if r.fixed {
+		r.fixedClear()
+		return
+	}
 	for _, x := range r.items {
 		r.where[x.j.Idx] = -1
 	}
@@ -145,6 +168,10 @@ func front(x ranked, i int32, exact bool) fentry {
 // start begins a call's walk at time now: it refreshes the top's bound until it is exact (which
 // keeps later calls' bounds tight) and seeds the frontier with it.
 func (r *runSet) start(now time.Duration, key func(*Job) Key) {
+	if r.fixed {
+		r.fixedStart()
+		return
+	}
 	r.front = r.front[:0]
 	for len(r.items) > 0 {
 		top := &r.items[0]
@@ -174,6 +201,9 @@ func (r *runSet) expand(i int32) {
 
 // lowest returns the lowest-priority job not taken out in this call, with its exact key.
 func (r *runSet) lowest(now time.Duration, key func(*Job) Key) (ranked, bool) {
+	if r.fixed {
+		return r.fixedLowest(now)
+	}
 	for len(r.front) > 0 {
 		top := &r.front[0]
 		if !top.exact {
@@ -195,10 +225,22 @@ func (r *runSet) lowest(now time.Duration, key func(*Job) Key) (ranked, bool) {
 }
 
 // take takes the job lowest returned out of the set for the rest of the call.
-func (r *runSet) take() { r.fpop() }
+func (r *runSet) take() {
+	if r.fixed {
+		r.fixedTake()
+		return
+	}
+	r.fpop()
+}
 
 // putBack returns a job taken out in this call.
-func (r *runSet) putBack(x ranked) { r.fpush(front(x, -1, true)) }
+func (r *runSet) putBack(x ranked) {
+	if r.fixed {
+		r.fixedPutBack(x)
+		return
+	}
+	r.fpush(front(x, -1, true))
+}
 
 // fbefore orders frontier entries as less orders items: a total order (IDs are unique), so any
 // heap of them pops in one order.
