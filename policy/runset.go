@@ -3,8 +3,6 @@ package policy
 import (
 	"cmp"
 	"time"
-
-	"github.com/sharebench/sharebench/trace"
 )
 
 // runSet holds running jobs in a binary heap, the lowest priority on top, by key bounds: each
@@ -153,17 +151,12 @@ func (r *runSet) clear() {
 // exact and whose children are in the frontier; every job not taken out is in the frontier or
 // below an unexpanded entry, so an exact entry on top is the lowest job left.
 type fentry struct {
-	j     *Job
-	k     Key
-	sub   time.Duration
-	id    trace.JobID
+	ranked
 	i     int32 // index in items, -1 for a job put back
 	exact bool
 }
 
-func front(x ranked, i int32, exact bool) fentry {
-	return fentry{j: x.j, k: x.k, sub: x.sub, id: x.id, i: i, exact: exact}
-}
+func front(x ranked, i int32, exact bool) fentry { return fentry{ranked: x, i: i, exact: exact} }
 
 // start begins a call's walk at time now: it refreshes the top's bound until it is exact (which
 // keeps later calls' bounds tight) and seeds the frontier with it.
@@ -219,7 +212,9 @@ func (r *runSet) lowest(now time.Duration, key func(*Job) Key) (ranked, bool) {
 			r.expand(i)
 			continue
 		}
-		return ranked{j: top.j, k: top.k, at: now, sub: top.sub, id: top.id}, true
+		x := top.ranked
+		x.at = now
+		return x, true
 	}
 	return ranked{}, false
 }
@@ -244,18 +239,7 @@ func (r *runSet) putBack(x ranked) {
 
 // fbefore orders frontier entries as less orders items: a total order (IDs are unique), so any
 // heap of them pops in one order.
-func fbefore(x, y *fentry) bool {
-	if c := cmp.Compare(x.k.A, y.k.A); c != 0 {
-		return c > 0
-	}
-	switch {
-	case x.k.B != y.k.B:
-		return x.k.B > y.k.B
-	case x.sub != y.sub:
-		return x.sub > y.sub
-	}
-	return x.id > y.id
-}
+func fbefore(x, y *fentry) bool { return lower(&x.ranked, &y.ranked) }
 
 // fpush and fdown move a hole instead of swapping entries, which writes each entry once.
 func (r *runSet) fpush(e fentry) {
