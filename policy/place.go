@@ -44,10 +44,11 @@ type placer struct {
 	gpusOf [][]int // usable GPUs of each checked job
 	// scanOnly turns tooFew off (the exhaustive walk, which tests check it against).
 	scanOnly bool
-	lpci     []int32   // by index in lp: the index in checked of its resident (bestBenefit2)
-	solos    []solo    // by GPU (bestBenefit2; nil until first needed)
-	tagAt    []uint32  // by tag: the attempt (try) tagPairs is for
-	tagPairs []tagPair // by tag
+	lpci     []int32 // by index in lp: the index in checked of its resident (bestBenefit2)
+	solos    []solo  // by GPU (bestBenefit2; nil until first needed)
+	// pairRows[gc*NCfg+cfg][tag] is the tagPair of a pending job of class gc and configuration
+	// cfg with a resident of the tag, once looked up (slowdowns do not change during a run).
+	pairRows [][]tagPair
 	ix       shareIndex
 	ixBest   []ixCand
 	// notes holds, with Env.Explain, the partners of the last sharing placement found, for its
@@ -164,12 +165,10 @@ func soloOf(j *Job) solo {
 		excl: o.Excl, xi: j.Xi, p: j.P, t0: j.P.Rem * (float64(o.Excl) * 1e-9) * j.Xi}
 }
 
-// makeSolos makes the per-GPU copies and the per-tag pair cache, on first need.
+// makeSolos makes the per-GPU copies, on first need.
 func (p *placer) makeSolos() {
 	if p.solos == nil {
-		n := len(p.s.Env.Tags)
 		p.solos = make([]solo, p.s.Cluster.Shape().GPUs())
-		p.tagAt, p.tagPairs = make([]uint32, n), make([]tagPair, n)
 	}
 }
 
@@ -179,34 +178,51 @@ func (p *placer) fresh(sl *solo, id trace.JobID) bool {
 	return sl.valid && sl.id == id && sl.tag > 0 && !p.scanOnly && p.plannedAt[sl.idx] != p.call
 }
 
-// pairOf returns, once per attempt and tag, the slowdowns of the pending job (class gc,
-// configuration cfg) and a resident of the tag next to each other, with the bound failsSurely
-// needs.
+// pairOf returns the slowdowns of a pending job (class gc, configuration cfg) and a resident of
+// the tag next to each other, with the bound failsSurely needs. They are looked up once per run:
+// a lookup's only lasting effect is the set of missing and clamped pairs, which a repeat leaves
+// as it is.
 func (p *placer) pairOf(gc, cfg int, tag int32) tagPair {
-	if p.tagAt[tag] == p.try {
-		return p.tagPairs[tag]
-	}
 	env := p.s.Env
+	row := p.pairRow(gc, cfg)
+	if tp := row[tag]; tp.known {
+		return tp
+	}
 	r := env.Tags[tag]
-	var tp tagPair
+	tp := tagPair{known: true, raw: row[tag].raw}
 	xiA, okA := env.pair(gc, cfg, r.GC, r.Cfg)
 	xiB, okB := env.pair(r.GC, r.Cfg, gc, cfg)
 	if okA && okB {
 		tp = newTagPair(xiA, xiB)
+		tp.raw = row[tag].raw
 	}
-	p.tagAt[tag], p.tagPairs[tag] = p.try, tp
+	row[tag] = tp
 	return tp
+}
+
+// pairRow returns the row of pairRows of class gc and configuration cfg.
+func (p *placer) pairRow(gc, cfg int) []tagPair {
+	env := p.s.Env
+	if p.pairRows == nil {
+		p.pairRows = make([][]tagPair, env.Classes()*env.NCfg)
+	}
+	i := gc*env.NCfg + cfg
+	if p.pairRows[i] == nil {
+		p.pairRows[i] = make([]tagPair, len(env.Tags))
+	}
+	return p.pairRows[i]
 }
 
 // newTagPair returns the tagPair of slowdowns xiA and xiB: t_con − t_seq moves by at most
 // |1 − 1/(2ξA)|·ξB + 1 per second of the resident's remaining time.
 func newTagPair(xiA, xiB float64) tagPair {
-	return tagPair{ok: true, xiA: xiA, xiB: xiB, lip: math.Abs(1-1/(2*xiA))*xiB + 1}
+	return tagPair{ok: true, known: true, xiA: xiA, xiB: xiB, lip: math.Abs(1-1/(2*xiA))*xiB + 1}
 }
 
 // tagPair is what a share check needs of a pending job and a resident's tag.
 type tagPair struct {
-	ok            bool
+	ok, known     bool  // known: looked up (pairOf)
+	raw           uint8 // tooFew's lookup, which records nothing: 0 not made, 1 usable, 2 not
 	xiA, xiB, lip float64
 }
 
@@ -233,11 +249,10 @@ func (sl *solo) failsSurely(now time.Duration, etcA, etcWait float64, tp tagPair
 	return tCon-tSeq > tol // false for NaN: then the exact check decides
 }
 
-// nextTry starts a placement attempt's stamps (seen, tagAt).
+// nextTry starts a placement attempt's stamps (seen).
 func (p *placer) nextTry() {
 	if p.try++; p.try == 0 { // wrapped: forget every stamp
 		clear(p.seenAt)
-		clear(p.tagAt)
 		p.try = 1
 	}
 }
@@ -359,13 +374,21 @@ func (p *placer) tooFew(j *Job, opt int, both bool) (few, ok bool) {
 	env, o := p.s.Env, j.Options[opt]
 	room, usable := cl.Idle(), cl.Idle()
 	free := cl.Shape().GPUMemBytes - o.Mem // a resident may use at most this much
+	row := p.pairRow(j.GC, o.Cfg)
 	for t, n := range sole {
 		if n == 0 || env.Tags[t].Mem > free {
 			continue
 		}
-		r := env.Tags[t]
 		room += int(n)
-		if !math.IsNaN(env.RawXi(j.GC, o.Cfg, r.Cfg)) && !math.IsNaN(env.RawXi(r.GC, r.Cfg, o.Cfg)) {
+		tp := &row[t]
+		if tp.raw == 0 {
+			r := env.Tags[t]
+			tp.raw = 2
+			if !math.IsNaN(env.RawXi(j.GC, o.Cfg, r.Cfg)) && !math.IsNaN(env.RawXi(r.GC, r.Cfg, o.Cfg)) {
+				tp.raw = 1
+			}
+		}
+		if tp.raw == 1 {
 			usable += int(n)
 		}
 	}
@@ -377,9 +400,10 @@ func (p *placer) tooFew(j *Job, opt int, both bool) (few, ok bool) {
 	}
 	for t, n := range sole {
 		if r := env.Tags[t]; n > 0 && r.Mem <= free {
-			env.pair(j.GC, o.Cfg, r.GC, r.Cfg)
 			if both {
-				env.pair(r.GC, r.Cfg, j.GC, o.Cfg)
+				p.pairOf(j.GC, o.Cfg, int32(t)) // both ways, once per run
+			} else {
+				env.pair(j.GC, o.Cfg, r.GC, r.Cfg)
 			}
 		}
 	}

@@ -188,11 +188,15 @@ func (p *placer) indexed(j *Job, opt int, etcA, etcWait float64) (gpus []int, pa
 		return r
 	}
 	var rs [2][2]float64
+	row := p.pairRow(j.GC, cfg)
 	for t, n := range cl.Sole() {
 		if t == 0 || n == 0 || env.Tags[t].Mem > free {
 			continue
 		}
-		tp := p.pairOf(j.GC, cfg, int32(t))
+		tp := row[t]
+		if !tp.known {
+			tp = p.pairOf(j.GC, cfg, int32(t))
+		}
 		l := p.ix.byTag[t]
 		if !tp.ok || len(l) == 0 {
 			continue
