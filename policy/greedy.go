@@ -54,6 +54,12 @@ type greedy struct {
 	// use it to check the shortcuts.
 	exhaustive bool
 	p          placer
+	// keepFails (without preemption) carries failures across calls: fails[f] is family f's
+	// last failed job and the time before which it fails again (placer.wait), while the
+	// cluster changes only by placements and time (see forget). A failure rules out the
+	// family's jobs from that one on, as within a call (see walk).
+	keepFails bool
+	fails     []famFail
 
 	// Per-call walk state.
 	s    *State
@@ -96,6 +102,11 @@ type greedy struct {
 	// victim ranks first (-1: none).
 	ahead []vrun
 	best  int
+}
+
+type famFail struct {
+	j     *Job // nil: none
+	until time.Duration
 }
 
 type ranked struct {
@@ -199,6 +210,9 @@ func (g *greedy) run(s *State, runKey func(*Job) Key, plan *Plan) error {
 		defer func() { g.starts, g.stops = plan.Start, plan.Stop }()
 	}
 	g.p.reset(s)
+	if g.keepFails {
+		g.forget(s)
+	}
 	g.p.scanOnly = g.exhaustive
 	g.s, g.plan = s, plan
 	g.victims, g.ahead, g.best = g.victims[:0], g.ahead[:0], -1
@@ -305,7 +319,8 @@ func (g *greedy) walk() error {
 const scanSkips = 32
 
 // revive starts a new epoch after a change of the cluster: no family has failed in it, and the
-// merge, if on, takes every family with jobs ahead again.
+// merge, if on, takes every family with jobs ahead again (merge begins the same epoch again, and
+// leaves out the families that failed in it).
 func (g *greedy) revive() {
 	g.epoch++
 	g.failed = math.MaxInt
@@ -315,7 +330,7 @@ func (g *greedy) revive() {
 	g.heads.items = g.heads.items[:0]
 	free := g.free()
 	for f, h := range g.head {
-		if h != nil && (g.phase1 || g.s.FamilyGPUs[f] <= free) {
+		if h != nil && g.dead[f] != g.epoch && (g.phase1 || g.s.FamilyGPUs[f] <= free) {
 			g.heads.items = append(g.heads.items, int32(f))
 		}
 	}
@@ -381,9 +396,16 @@ func (g *greedy) setHead(f int, h *Job) *Job {
 // merge switches the walk from scanning State.Pending to merging the families.
 func (g *greedy) merge() {
 	g.merging = true
+	if g.keepFails && len(g.fails) < len(g.head) {
+		g.fails = append(g.fails, make([]famFail, len(g.head)-len(g.fails))...)
+	}
 	for f := range g.head {
 		g.cur[f] = Pos{}
-		g.setHead(f, g.s.ByFamily[f].At(Pos{}))
+		h := g.setHead(f, g.s.ByFamily[f].At(Pos{}))
+		// A family that still fails from an earlier call stays out of the heap (see revive).
+		if h != nil && g.keepFails && g.failsStill(h, false) {
+			g.dead[f] = g.epoch
+		}
 	}
 	g.epoch-- // revive begins the same epoch again
 	g.revive()
@@ -419,17 +441,75 @@ func resize[T any](s []T, n int) []T {
 // walkPending tries one pending job; a failure that changed nothing rules its family out until
 // the cluster changes.
 func (g *greedy) walkPending(j *Job) error {
+	f := j.Family
+	if g.keepFails {
+		if len(g.fails) <= f {
+			g.fails = append(g.fails, make([]famFail, f+1-len(g.fails))...)
+		}
+		// A job of the family that failed in an earlier call, or one behind it, fails still.
+		if g.failsStill(j, true) {
+			g.dead[f] = g.epoch
+			return nil
+		}
+	}
 	ok, changed, err := g.attempt(j, j.K, -1)
 	if err != nil {
 		return err
 	}
+	if g.keepFails {
+		g.fails[f] = famFail{}
+		if !ok && g.p.wait > 0 {
+			g.fails[f] = famFail{j, g.s.Now + time.Duration(min(g.p.wait, maxIndexedS)*1e9)}
+		}
+	}
 	if !ok && !changed && !g.exhaustive {
-		g.dead[j.Family] = g.epoch
+		g.dead[f] = g.epoch
 		if g.bySize {
 			g.failed = min(g.failed, j.GPUs)
 		}
 	}
 	return nil
+}
+
+// failsStill reports whether pending job j fails as a job of its family did in an earlier call
+// (keepFails): it is that job or one behind it, before the time the failure holds, and skipping
+// its attempt misses no lookup it would make now (with now: at this point of the walk; else at
+// any point).
+func (g *greedy) failsStill(j *Job, now bool) bool {
+	x := g.fails[j.Family]
+	return x.j != nil && g.s.Now < x.until && (x.j == j || Compare(j.K, j, x.j.K, x.j) > 0) && g.p.lookedUp(j, now)
+}
+
+// forget drops the failures kept from earlier calls (keepFails) unless the cluster changed since
+// only by placements that make every placement harder: a job that ends frees GPUs, and a running
+// job whose rate changed while a GPU of its own is left to share moves its finish time, which
+// the share checks assumed. A job placed in the last call alone on its GPUs is new to the failures
+// kept before it, and runs at the rate the failures after it assumed.
+func (g *greedy) forget(s *State) {
+	keep := len(s.Finished) == 0 && !s.Resync && g.p.plannedAt != nil && g.p.call > 1
+	for _, r := range s.Rerated {
+		if !keep {
+			break
+		}
+		if !r.Running {
+			keep = false
+			break
+		}
+		sole, alone := false, true
+		for _, gpu := range r.On {
+			if s.Cluster.Count(gpu) == 1 {
+				sole = true
+			} else {
+				alone = false
+			}
+		}
+		if sole && !(alone && g.p.plannedAt[r.Idx] == g.p.call-1) {
+			keep = false
+		}
+	}
+	if !keep {
+		clear(g.fails)
+	}
 }
 
 // aheadOf reports whether the next victim to walk again ranks before pending job j (nil: after
@@ -478,6 +558,7 @@ func (g *greedy) walkVictim() error {
 // changed reports a change of the cluster (a new epoch begins).
 func (g *greedy) attempt(j *Job, jk Key, v int) (ok, changed bool, err error) {
 	cl := g.s.Cluster
+	g.p.wait = math.Inf(1)
 	if j.GPUs <= g.free() {
 		if ok, err = g.try(j, v); err != nil {
 			return false, false, err

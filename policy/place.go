@@ -51,6 +51,15 @@ type placer struct {
 	pairRows [][]tagPair
 	ix       shareIndex
 	ixBest   []ixCand
+	// wait is, after an attempt that found no placement, how many seconds from now it finds
+	// none again at the least while the cluster changes only by placements (greedy.fails). A
+	// share check that fails keeps failing while the resident's remaining time shrinks:
+	// t_con − t_seq is continuous in it, with slope −1/2 where the resident outlasts the
+	// pending job; where it does not, it grows as the time shrinks or is never negative, since
+	// the pending job's own time is at least the one t_seq assumes (docs/paper.md §3.4). So only
+	// the share index's rounding margins bound it; 0 means the attempt cannot tell.
+	wait    float64
+	unknown [][]int32 // by an option's tag: the tags lookedUp found not looked up, nil before
 	// notes holds, with Env.Explain, the partners of the last sharing placement found, for its
 	// reason (shareReason): built as a string only for the placement the policy chooses.
 	notes, bestNotes []checked
@@ -211,6 +220,54 @@ func (p *placer) pairRow(gc, cfg int) []tagPair {
 		p.pairRows[i] = make([]tagPair, len(env.Tags))
 	}
 	return p.pairRows[i]
+}
+
+// lookedUp reports whether every slowdown an attempt of pending job j could look up (its options
+// next to each tag with a GPU to share now, or with ever, unless now) was looked up before:
+// skipping the attempt then leaves the run's missing and clamped pairs as they would be.
+func (p *placer) lookedUp(j *Job, now bool) bool {
+	env, cl := p.s.Env, p.s.Cluster
+	if p.unknown == nil {
+		p.unknown = make([][]int32, len(env.Tags))
+	}
+	sole := cl.Sole()
+	for _, o := range j.Options {
+		if o.Tag <= 0 {
+			return false
+		}
+		row := p.pairRow(j.GC, o.Cfg)
+		l := p.unknown[o.Tag]
+		if l == nil {
+			// The tag fixes the class, configuration and memory: the tags a resident of which
+			// leaves the option room.
+			free := cl.Shape().GPUMemBytes - o.Mem
+			l = make([]int32, 0, len(env.Tags))
+			for t := 1; t < len(env.Tags); t++ {
+				if env.Tags[t].Mem <= free {
+					l = append(l, int32(t))
+				}
+			}
+		}
+		// Drop the tags looked up since; stop at one not looked up that matters.
+		k, all := 0, true
+		for i, t := range l {
+			if row[t].known {
+				continue
+			}
+			l[k] = t
+			k++
+			if !now || int(t) < len(sole) && sole[t] > 0 {
+				k += copy(l[k:], l[i+1:])
+				all = false
+				break
+			}
+		}
+		p.unknown[o.Tag] = l[:k]
+		if !all {
+			return false
+		}
+	}
+	return true
 }
 
 // newTagPair returns the tagPair of slowdowns xiA and xiB: t_con − t_seq moves by at most
@@ -476,6 +533,7 @@ func (p *placer) bestBenefit(j *Job, opt int) (gpus []int, partners []trace.JobI
 			return gpus, partners, score, err
 		}
 	}
+	p.wait = 0 // the scans do not bound their answer in time
 	p.split(o.Mem, need, false)
 	if len(p.hp)+len(p.lp) < need {
 		return nil, nil, 0, nil

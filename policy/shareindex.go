@@ -212,8 +212,12 @@ func (p *placer) indexed(j *Job, opt int, etcA, etcWait float64) (gpus []int, pa
 			// Widen by the estimate's error and the range ends' own rounding.
 			lo := r[0] - errB - 1e-9*(1+r[0])
 			hi := r[1] + errB + 1e-9*(1+r[1])
-			if l[0].f-nowS > hi || max(0, l[len(l)-1].f-nowS) < lo {
+			if l[0].f-nowS > hi {
+				p.failsFor(l[0].f-nowS-hi, errB)
 				continue
+			}
+			if max(0, l[len(l)-1].f-nowS) < lo {
+				continue // below the range, the residents only move away from it
 			}
 			i := 0 // with lo ≤ 0, every resident whose estimate is clamped at 0 too
 			if lo > 0 {
@@ -245,7 +249,13 @@ func (p *placer) indexed(j *Job, opt int, etcA, etcWait float64) (gpus []int, pa
 						on = s.Lookup(sl.id).On
 					}
 					consider(ixCand{tCon, tSeq, first(sl.id, g, sl.multi, on), scanKey(g), g, sl.id})
+				} else {
+					p.wait = 0 // in the range: within the margins, it may pass at any time
 				}
+			}
+			if i < len(l) {
+				// The resident nearest above the range reaches it first.
+				p.failsFor(l[i].f-nowS-hi, errB)
 			}
 			next = i
 		}
@@ -268,6 +278,8 @@ func (p *placer) indexed(j *Job, opt int, etcA, etcWait float64) (gpus []int, pa
 		}
 		if pass, tCon, tSeq := shareAt(etcA, etcWait, r.etc, xiA, xiB); pass {
 			consider(ixCand{tCon, tSeq, first(id, g, r.job.GPUs > 1, p.ix.planned), scanKey(g), g, id})
+		} else {
+			p.plannedFails(etcA, etcWait, r.etc, newTagPair(xiA, xiB))
 		}
 	}
 	p.ixBest = best
@@ -285,6 +297,36 @@ func (p *placer) indexed(j *Job, opt int, etcA, etcWait float64) (gpus []int, pa
 		p.note(checked{id: c.id, tCon: c.tCon, tSeq: c.tSeq})
 	}
 	return p.keep(p.hp, p.tmp), partners, score, true, nil
+}
+
+// failsFor notes, for a failing attempt (see placer.wait), a resident that needs wait seconds to
+// reach a range where it may pass; errB bounds the error of its estimated finish time.
+func (p *placer) failsFor(wait, errB float64) {
+	// A microsecond and the estimate's error below the exact time, which rounding cannot reach.
+	p.wait = max(0, min(p.wait, wait-errB-1e-6-1e-9*wait))
+}
+
+// plannedFails is failsFor for a job placed alone earlier in this call, whose remaining time e
+// the index does not hold: it fails the share check now, and may pass once e reaches one of the
+// check's ranges.
+func (p *placer) plannedFails(etcA, etcWait, e float64, tp tagPair) {
+	const errB = 1e-8
+	delta := 1e-11 * (1 + etcA + etcWait + tp.xiA*etcA + (tp.xiB+1)*(e+errB))
+	if math.IsNaN(delta) || math.IsInf(delta, 0) {
+		p.wait = 0
+		return
+	}
+	var rs [2][2]float64
+	for _, r := range rs[:ixRanges(etcA, etcWait, delta, tp, &rs)] {
+		lo := r[0] - errB - 1e-9*(1+r[0])
+		hi := r[1] + errB + 1e-9*(1+r[1])
+		switch {
+		case e > hi:
+			p.failsFor(e-hi, errB)
+		case e >= lo:
+			p.wait = 0
+		}
+	}
 }
 
 // ixCand is a GPU whose resident passes the share check, with its place in bestBenefit2's

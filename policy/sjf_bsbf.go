@@ -53,6 +53,7 @@ func newSJFBSBF(a SJFBSBFArgs) *SJFBSBF {
 			var why string
 			var err error
 			if a.Consolidate {
+				p.wait = 0 // not bounded in time
 				gpus, partners, score, err = p.consolidated(j, opt, true)
 				why = "consolidated share check passed"
 			}
@@ -88,6 +89,7 @@ func newSJFBSBF(a SJFBSBFArgs) *SJFBSBF {
 	// The share index holds running jobs only: with preemption, victims' GPUs would hold jobs
 	// it does not list.
 	g.p.ix.on = !a.Preempt && !a.Exhaustive
+	g.keepFails = !a.Preempt && !a.Exhaustive
 	return &SJFBSBF{g}
 }
 

@@ -122,6 +122,7 @@ func runCase(t testing.TB, seed uint64) {
 	shape, tab, jobs := randomCase(seed)
 	for _, spec := range propertyPolicies {
 		var logs [2][]byte
+		var notes [2]string // the missing and clamped pairs among them
 		for k, s := range []string{spec, exhaustiveSpec(t, spec)} {
 			p, err := policy.Builtin().New(s)
 			if err != nil {
@@ -148,6 +149,7 @@ func runCase(t testing.TB, seed uint64) {
 			}
 			flush()
 			logs[k] = buf.Bytes()
+			notes[k] = fmt.Sprint(r.Summary.MissingPairs, r.Summary.Notes)
 			if len(r.Jobs) != len(jobs) {
 				t.Fatalf("seed %d %s: %d results for %d jobs", seed, s, len(r.Jobs), len(jobs))
 			}
@@ -159,6 +161,9 @@ func runCase(t testing.TB, seed uint64) {
 		}
 		if !bytes.Equal(logs[0], logs[1]) {
 			t.Fatalf("seed %d %s: the walk's shortcuts changed the decisions:\n%s\n-- exhaustive --\n%s", seed, spec, logs[0], logs[1])
+		}
+		if notes[0] != notes[1] {
+			t.Fatalf("seed %d %s: the walk's shortcuts changed the pairs looked up: %s, exhaustive %s", seed, spec, notes[0], notes[1])
 		}
 	}
 }
