@@ -55,11 +55,15 @@ type greedy struct {
 	exhaustive bool
 	p          placer
 	// keepFails (without preemption) carries failures across calls: fails[f] is family f's
-	// last failed job and the time before which it fails again (placer.wait), while the
-	// cluster changes only by placements and time (see forget). A failure rules out the
-	// family's jobs from that one on, as within a call (see walk).
+	// last failed job and the time before which it fails again (placer.wait) unless a GPU
+	// changed since in a way a placement cannot (see note). A failure rules out the family's
+	// jobs from that one on, as within a call (see walk).
 	keepFails bool
 	fails     []famFail
+	// moved logs those GPUs; moved[i] is entry logBase+i, and famFail.pos the first entry
+	// after a failure.
+	moved   []int
+	logBase int
 
 	// Per-call walk state.
 	s    *State
@@ -107,7 +111,12 @@ type greedy struct {
 type famFail struct {
 	j     *Job // nil: none
 	until time.Duration
+	pos   int
 }
+
+// maxMoved is how many changed GPUs a kept failure is checked against before it is tried again
+// instead.
+const maxMoved = 64
 
 type ranked struct {
 	j   *Job
@@ -211,7 +220,7 @@ func (g *greedy) run(s *State, runKey func(*Job) Key, plan *Plan) error {
 	}
 	g.p.reset(s)
 	if g.keepFails {
-		g.forget(s)
+		g.note(s)
 	}
 	g.p.scanOnly = g.exhaustive
 	g.s, g.plan = s, plan
@@ -403,8 +412,11 @@ func (g *greedy) merge() {
 		g.cur[f] = Pos{}
 		h := g.setHead(f, g.s.ByFamily[f].At(Pos{}))
 		// A family that still fails from an earlier call stays out of the heap (see revive).
-		if h != nil && g.keepFails && g.failsStill(h, false) {
-			g.dead[f] = g.epoch
+		if h != nil && g.keepFails {
+			// An error is left for the attempt to report.
+			if ok, _ := g.failsStill(h, false); ok {
+				g.dead[f] = g.epoch
+			}
 		}
 	}
 	g.epoch-- // revive begins the same epoch again
@@ -447,7 +459,9 @@ func (g *greedy) walkPending(j *Job) error {
 			g.fails = append(g.fails, make([]famFail, f+1-len(g.fails))...)
 		}
 		// A job of the family that failed in an earlier call, or one behind it, fails still.
-		if g.failsStill(j, true) {
+		if ok, err := g.failsStill(j, true); err != nil {
+			return err
+		} else if ok {
 			g.dead[f] = g.epoch
 			return nil
 		}
@@ -459,7 +473,7 @@ func (g *greedy) walkPending(j *Job) error {
 	if g.keepFails {
 		g.fails[f] = famFail{}
 		if !ok && g.p.wait > 0 {
-			g.fails[f] = famFail{j, g.s.Now + time.Duration(min(g.p.wait, maxIndexedS)*1e9)}
+			g.fails[f] = famFail{j, g.s.Now + time.Duration(min(g.p.wait, maxIndexedS)*1e9), g.logBase + len(g.moved)}
 		}
 	}
 	if !ok && !changed && !g.exhaustive {
@@ -472,28 +486,58 @@ func (g *greedy) walkPending(j *Job) error {
 }
 
 // failsStill reports whether pending job j fails as a job of its family did in an earlier call
-// (keepFails): it is that job or one behind it, before the time the failure holds, and skipping
-// its attempt misses no lookup it would make now (with now: at this point of the walk; else at
-// any point).
-func (g *greedy) failsStill(j *Job, now bool) bool {
+// (keepFails): it is that job or one behind it, before the time the failure holds; none of the
+// GPUs changed since could take it; and skipping its attempt misses no lookup it would make now
+// (with now: at this point of the walk; else at any point).
+func (g *greedy) failsStill(j *Job, now bool) (bool, error) {
 	x := g.fails[j.Family]
-	return x.j != nil && g.s.Now < x.until && (x.j == j || Compare(j.K, j, x.j.K, x.j) > 0) && g.p.lookedUp(j, now)
+	if x.j == nil || g.s.Now >= x.until || x.j != j && Compare(j.K, j, x.j.K, x.j) <= 0 {
+		return false, nil
+	}
+	log := g.moved[x.pos-g.logBase:]
+	if len(log) > maxMoved || !g.p.lookedUp(j, now) {
+		return false, nil
+	}
+	for _, gpu := range log {
+		if may, err := g.p.mayTake(j, gpu); may || err != nil {
+			return false, err
+		}
+	}
+	if x.j == j {
+		// The failure now holds with those changes, which need no check again: a GPU's later
+		// changes are logged anew, and a check that fails keeps failing (placer.wait).
+		g.fails[j.Family].pos = g.logBase + len(g.moved)
+	}
+	return true, nil
 }
 
-// forget drops the failures kept from earlier calls (keepFails) unless the cluster changed since
-// only by placements that make every placement harder: a job that ends frees GPUs, and a running
-// job whose rate changed while a GPU of its own is left to share moves its finish time, which
-// the share checks assumed. A job placed in the last call alone on its GPUs is new to the failures
-// kept before it, and runs at the rate the failures after it assumed.
-func (g *greedy) forget(s *State) {
-	keep := len(s.Finished) == 0 && !s.Resync && g.p.plannedAt != nil && g.p.call > 1
-	for _, r := range s.Rerated {
-		if !keep {
-			break
+// note logs, at the start of a call (keepFails), the GPUs that changed since the last call in a
+// way that may let a failed job fit: the GPUs of jobs that ended, and those of running jobs
+// whose rate changed while a GPU of their own is left to share (their finish time moved, which
+// the share checks assumed). Placements only take GPUs, room and partners away, and a job placed
+// in the last call alone on its GPUs runs at the rate the failures after it assumed (those
+// before it never counted on its GPUs, which were idle then). Anything else forgets every
+// failure.
+func (g *greedy) note(s *State) {
+	if s.Resync || g.p.plannedAt == nil || g.p.call <= 1 || len(g.moved) > 1<<16 {
+		g.forgetAll()
+		return
+	}
+	for _, id := range s.Finished {
+		j := s.Lookup(id)
+		if j == nil {
+			g.forgetAll()
+			return
 		}
+		g.moved = append(g.moved, j.On...)
+	}
+	for _, r := range s.Rerated {
 		if !r.Running {
-			keep = false
-			break
+			if r.Done {
+				continue // logged above
+			}
+			g.forgetAll()
+			return
 		}
 		sole, alone := false, true
 		for _, gpu := range r.On {
@@ -504,12 +548,16 @@ func (g *greedy) forget(s *State) {
 			}
 		}
 		if sole && !(alone && g.p.plannedAt[r.Idx] == g.p.call-1) {
-			keep = false
+			g.moved = append(g.moved, r.On...)
 		}
 	}
-	if !keep {
-		clear(g.fails)
-	}
+}
+
+// forgetAll drops every failure kept and the log.
+func (g *greedy) forgetAll() {
+	clear(g.fails)
+	g.logBase += len(g.moved)
+	g.moved = g.moved[:0]
 }
 
 // aheadOf reports whether the next victim to walk again ranks before pending job j (nil: after

@@ -270,6 +270,49 @@ func (p *placer) lookedUp(j *Job, now bool) bool {
 	return true
 }
 
+// mayTake reports whether pending job j could use GPU g now at one of its options: g is idle,
+// or its one resident is paired with j, leaves room, and passes j's share check or comes within
+// the rounding margins of passing (more jobs per GPU are not judged: yes).
+func (p *placer) mayTake(j *Job, g int) (bool, error) {
+	cl := p.s.Cluster
+	switch n := cl.Count(g); {
+	case n == 0:
+		return true, nil
+	case n >= cl.Shape().MaxShare:
+		return false, nil
+	case n > 1:
+		return true, nil
+	}
+	r, err := p.resident(cl.Jobs(g)[0])
+	if err != nil {
+		return false, err
+	}
+	tag := r.job.Options[r.opt].Tag
+	rem := j.RemIters(p.s.Now)
+	etcWait := rem * j.Options[j.Fast].Excl.Seconds()
+	for _, o := range j.Options {
+		if cl.FreeMem(g) < o.Mem {
+			continue
+		}
+		if tag <= 0 {
+			return true, nil
+		}
+		tp := p.pairRow(j.GC, o.Cfg)[tag]
+		if !tp.known {
+			return true, nil
+		}
+		if !tp.ok {
+			continue
+		}
+		etcA := rem * o.Excl.Seconds()
+		_, tCon, tSeq := shareAt(etcA, etcWait, r.etc, tp.xiA, tp.xiB)
+		if !(tCon-tSeq >= 1e-9*(1+etcA+etcWait+r.etc)*(1+tp.xiA+tp.xiB)) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
 // newTagPair returns the tagPair of slowdowns xiA and xiB: t_con − t_seq moves by at most
 // |1 − 1/(2ξA)|·ξB + 1 per second of the resident's remaining time.
 func newTagPair(xiA, xiB float64) tagPair {
