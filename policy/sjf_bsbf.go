@@ -1,7 +1,7 @@
 package policy
 
 import (
-	"fmt"
+	"strconv"
 
 	"github.com/sharebench/sharebench/profile"
 	"github.com/sharebench/sharebench/trace"
@@ -81,7 +81,7 @@ func newSJFBSBF(a SJFBSBFArgs) *SJFBSBF {
 			if bestWhy == "" {
 				bestWhy = shareReason(p.bestNotes)
 			}
-			best.Reason = fmt.Sprintf("sub-batch %d: %s", j.Options[best.Opt].SubBatch, bestWhy)
+			best.Reason = "sub-batch " + strconv.Itoa(j.Options[best.Opt].SubBatch) + ": " + bestWhy
 		}
 		return best, found, nil
 	}
