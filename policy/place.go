@@ -60,6 +60,9 @@ type placer struct {
 	// the share index's rounding margins bound it; 0 means the attempt cannot tell.
 	wait    float64
 	unknown [][]int32 // by an option's tag: the tags lookedUp found not looked up, nil before
+	// anyShare: placements share any GPU with room whose pair the profile has (first fit),
+	// looking pairs up with the pending job first (tagPair.fwd); else they share-check.
+	anyShare bool
 	// notes holds, with Env.Explain, the partners of the last sharing placement found, for its
 	// reason (shareReason): built as a string only for the placement the policy chooses.
 	notes, bestNotes []checked
@@ -202,12 +205,12 @@ func (p *placer) pairOf(gc, cfg int, tag int32) tagPair {
 		return tp
 	}
 	r := env.Tags[tag]
-	tp := tagPair{known: true, raw: row[tag].raw}
+	tp := tagPair{known: true, fwd: true, raw: row[tag].raw}
 	xiA, okA := env.pair(gc, cfg, r.GC, r.Cfg)
 	xiB, okB := env.pair(r.GC, r.Cfg, gc, cfg)
 	if okA && okB {
 		tp = newTagPair(xiA, xiB)
-		tp.raw = row[tag].raw
+		tp.fwd, tp.raw = true, row[tag].raw
 	}
 	row[tag] = tp
 	return tp
@@ -255,7 +258,7 @@ func (p *placer) lookedUp(j *Job, now bool) bool {
 		// Drop the tags looked up since; stop at one not looked up that matters.
 		k, all := 0, true
 		for i, t := range l {
-			if row[t].known {
+			if row[t].known || p.anyShare && row[t].fwd {
 				continue
 			}
 			l[k] = t
@@ -292,6 +295,16 @@ func (p *placer) mayTake(j *Job, g int) (bool, error) {
 		return false, err
 	}
 	tag := r.job.Options[r.opt].Tag
+	if p.anyShare {
+		// A pair the profile has is all first fit asks, and a pair's slowdowns never change.
+		env, rc := p.s.Env, r.job.Options[r.opt].Cfg
+		for _, o := range j.Options {
+			if cl.FreeMem(g) >= o.Mem && !math.IsNaN(env.RawXi(j.GC, o.Cfg, rc)) && !math.IsNaN(env.RawXi(r.job.GC, rc, o.Cfg)) {
+				return true, nil
+			}
+		}
+		return false, nil
+	}
 	rem := j.RemIters(p.s.Now)
 	etcWait := rem * j.Options[j.Fast].Excl.Seconds()
 	for _, o := range j.Options {
@@ -326,6 +339,7 @@ func newTagPair(xiA, xiB float64) tagPair {
 // tagPair is what a share check needs of a pending job and a resident's tag.
 type tagPair struct {
 	ok, known     bool  // known: looked up (pairOf)
+	fwd           bool  // looked up with the pending job first (pairOf, firstFit), which records the same pairs but one clamped
 	raw           uint8 // tooFew's lookup, which records nothing: 0 not made, 1 usable, 2 not
 	xiA, xiB, lip float64
 }
@@ -456,7 +470,11 @@ func (p *placer) shareable(j *Job, opt int, g int) (bool, error) {
 		if err != nil {
 			return false, err
 		}
-		if _, ok := p.s.Env.Xi(j, opt, r.job, r.opt); !ok {
+		_, ok := p.s.Env.Xi(j, opt, r.job, r.opt)
+		if tag := r.job.Options[r.opt].Tag; tag > 0 {
+			p.pairRow(j.GC, j.Options[opt].Cfg)[tag].fwd = true
+		}
+		if !ok {
 			return false, nil
 		}
 	}
@@ -508,6 +526,7 @@ func (p *placer) tooFew(j *Job, opt int, both bool) (few, ok bool) {
 				p.pairOf(j.GC, o.Cfg, int32(t)) // both ways, once per run
 			} else {
 				env.pair(j.GC, o.Cfg, r.GC, r.Cfg)
+				row[t].fwd = true
 			}
 		}
 	}
@@ -518,6 +537,9 @@ func (p *placer) tooFew(j *Job, opt int, both bool) (few, ok bool) {
 // jobs in candidate order, with no benefit check. Pairs missing from the profile are skipped.
 func (p *placer) firstFit(j *Job, opt int) (gpus []int, partners []trace.JobID, err error) {
 	need := j.GPUs
+	if cl := p.s.Cluster; cl.Shape().MaxShare != 2 || cl.Sole()[0] > 0 {
+		p.wait = 0 // lookedUp cannot see the pairs of GPUs with more jobs, or untagged ones
+	}
 	if p.s.Cluster.Open() < need {
 		return nil, nil, nil
 	}

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"cmp"
 	"iter"
 	"slices"
 )
@@ -11,18 +12,29 @@ import (
 // engine owns the queues; policies read them and must not keep positions across calls.
 type Queue struct {
 	chunks [][]*Job
+	// as[c][i] is chunks[c][i].K.A: a search compares it first, without loading the job (a
+	// cache miss each, in a long queue).
+	as     [][]float64
 	n      int
 	spare  [][]*Job // emptied chunks, reused
+	spareA [][]float64
 }
 
 // chunkMax bounds a chunk's length: a split copies half of one, a chunk search costs
 // log2(n/chunkMax) comparisons.
 const chunkMax = 256
 
-func order(a, b *Job) int { return Compare(a.K, a, b.K, b) }
-
 // Len returns the number of jobs in the queue.
 func (q *Queue) Len() int { return q.n }
+
+// cmpAt compares the job at position i of chunk c with the job j of key k, as Compare.
+func (q *Queue) cmpAt(c, i int, k Key, j *Job) int {
+	if r := cmp.Compare(q.as[c][i], k.A); r != 0 {
+		return r
+	}
+	x := q.chunks[c][i]
+	return Compare(x.K, x, k, j)
+}
 
 // find returns the index of the chunk that holds, or would hold, j: the first chunk whose last
 // job does not come before j, or the last chunk.
@@ -30,7 +42,7 @@ func (q *Queue) find(j *Job) int {
 	lo, hi := 0, len(q.chunks)-1
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if c := q.chunks[m]; order(c[len(c)-1], j) < 0 {
+		if q.cmpAt(m, len(q.as[m])-1, j.K, j) < 0 {
 			lo = m + 1
 		} else {
 			hi = m
@@ -39,12 +51,12 @@ func (q *Queue) find(j *Job) int {
 	return lo
 }
 
-// search returns the index of the first job in c that does not come before j.
-func search(c []*Job, j *Job) int {
-	lo, hi := 0, len(c)
+// search returns the index of the first job in chunk c that does not come before j.
+func (q *Queue) search(c int, j *Job) int {
+	lo, hi := 0, len(q.as[c])
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if order(c[m], j) < 0 {
+		if q.cmpAt(c, m, j.K, j) < 0 {
 			lo = m + 1
 		} else {
 			hi = m
@@ -57,31 +69,35 @@ func search(c []*Job, j *Job) int {
 func (q *Queue) Insert(j *Job) {
 	q.n++
 	if len(q.chunks) == 0 {
-		q.chunks = append(q.chunks, append(q.newChunk(), j))
+		c, a := q.newChunk()
+		q.chunks = append(q.chunks, append(c, j))
+		q.as = append(q.as, append(a, j.K.A))
 		return
 	}
 	ci := q.find(j)
-	c := q.chunks[ci]
-	at := search(c, j)
-	c = slices.Insert(c, at, j)
+	at := q.search(ci, j)
+	c := slices.Insert(q.chunks[ci], at, j)
+	a := slices.Insert(q.as[ci], at, j.K.A)
 	if len(c) <= chunkMax {
-		q.chunks[ci] = c
+		q.chunks[ci], q.as[ci] = c, a
 		return
 	}
 	half := len(c) / 2
-	right := append(q.newChunk(), c[half:]...)
+	right, rightA := q.newChunk()
+	right, rightA = append(right, c[half:]...), append(rightA, a[half:]...)
 	clear(c[half:])
-	q.chunks[ci] = c[:half]
+	q.chunks[ci], q.as[ci] = c[:half], a[:half]
 	q.chunks = slices.Insert(q.chunks, ci+1, right)
+	q.as = slices.Insert(q.as, ci+1, rightA)
 }
 
-func (q *Queue) newChunk() []*Job {
+func (q *Queue) newChunk() ([]*Job, []float64) {
 	if k := len(q.spare); k > 0 {
-		c := q.spare[k-1]
-		q.spare = q.spare[:k-1]
-		return c
+		c, a := q.spare[k-1], q.spareA[k-1]
+		q.spare, q.spareA = q.spare[:k-1], q.spareA[:k-1]
+		return c, a
 	}
-	return make([]*Job, 0, chunkMax+1)
+	return make([]*Job, 0, chunkMax+1), make([]float64, 0, chunkMax+1)
 }
 
 // Delete removes j (with its key unchanged since Insert) and reports whether it was there.
@@ -91,18 +107,20 @@ func (q *Queue) Delete(j *Job) bool {
 	}
 	ci := q.find(j)
 	c := q.chunks[ci]
-	at := search(c, j)
+	at := q.search(ci, j)
 	if at == len(c) || c[at] != j {
 		return false
 	}
 	q.n--
 	c = slices.Delete(c, at, at+1)
+	a := slices.Delete(q.as[ci], at, at+1)
 	if len(c) > 0 {
-		q.chunks[ci] = c
+		q.chunks[ci], q.as[ci] = c, a
 		return true
 	}
-	q.spare = append(q.spare, c)
+	q.spare, q.spareA = append(q.spare, c), append(q.spareA, a)
 	q.chunks = slices.Delete(q.chunks, ci, ci+1)
+	q.as = slices.Delete(q.as, ci, ci+1)
 	return true
 }
 
@@ -156,11 +174,10 @@ func (q *Queue) Next(p Pos) Pos {
 // After returns the position of the first job that comes after the job j with key k in the
 // order of Compare (j need not be in the queue).
 func (q *Queue) After(k Key, j *Job) Pos {
-	after := func(x *Job) bool { return Compare(x.K, x, k, j) > 0 }
 	lo, hi := 0, len(q.chunks)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if c := q.chunks[m]; !after(c[len(c)-1]) {
+		if q.cmpAt(m, len(q.as[m])-1, k, j) <= 0 {
 			lo = m + 1
 		} else {
 			hi = m
@@ -169,12 +186,15 @@ func (q *Queue) After(k Key, j *Job) Pos {
 	if lo == len(q.chunks) {
 		return Pos{int32(lo), 0}
 	}
-	c := q.chunks[lo]
-	i, _ := slices.BinarySearchFunc(c, true, func(x *Job, _ bool) int {
-		if after(x) {
-			return 1
+	c := lo
+	lo, hi = 0, len(q.as[c])
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if q.cmpAt(c, m, k, j) <= 0 {
+			lo = m + 1
+		} else {
+			hi = m
 		}
-		return -1
-	})
-	return Pos{int32(lo), int32(i)}
+	}
+	return Pos{int32(c), int32(lo)}
 }

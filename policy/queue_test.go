@@ -9,6 +9,9 @@ import (
 	"github.com/sharebench/sharebench/trace"
 )
 
+// order is the queue's order, for the reference slice.
+func order(a, b *Job) int { return Compare(a.K, a, b.K, b) }
+
 // TestQueue checks the chunked queue against a sorted slice under random inserts and deletes,
 // with few distinct keys so that ties fall back to submit times and IDs.
 func TestQueue(t *testing.T) {

@@ -31,6 +31,7 @@ func newSJFFFS(a SJFFFSArgs) *SJFFFS {
 			var partners []trace.JobID
 			var err error
 			if a.Consolidate {
+				p.wait = 0 // not kept across calls
 				gpus, partners, _, err = p.consolidated(j, opt, false)
 			}
 			if gpus == nil && err == nil {
@@ -52,7 +53,11 @@ func newSJFFFS(a SJFFFSArgs) *SJFFFS {
 		}
 		return Placement{}, false, nil
 	}
-	return &SJFFFS{greedy{name: KeySJFFFS, place: place, preempt: a.Preempt, tentative: a.Victims == VictimsTentative, exhaustive: a.Exhaustive, mps: a.MPS}}
+	g := greedy{name: KeySJFFFS, place: place, preempt: a.Preempt, tentative: a.Victims == VictimsTentative, exhaustive: a.Exhaustive, mps: a.MPS}
+	// First fit reads no remaining time: a failure holds until a GPU frees up (greedy.fails).
+	g.keepFails = !a.Preempt && !a.Exhaustive
+	g.p.anyShare = true
+	return &SJFFFS{g}
 }
 
 // Name returns the registry key.
