@@ -41,8 +41,9 @@ func TestFailedShareStaysFailed(t *testing.T) {
 }
 
 // TestPlannedFailsWait checks the bound a failing check against a job placed earlier in the call
-// gives: the check still fails all through it, it is positive away from the check's boundary, and
-// 0 on it, within the margins.
+// gives: 0 on the check's boundary, within the margins, and positive away from it (where the check
+// fails all through it, as TestFailedShareStaysFailed has it: that part cannot catch a bound too
+// loose, which only rounding could expose).
 func TestPlannedFailsWait(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	bounded, near := 0, 0

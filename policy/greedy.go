@@ -515,9 +515,10 @@ func (g *greedy) failsStill(j *Job, now bool) (bool, error) {
 // way that may let a failed job fit: the GPUs of jobs that ended, and those of running jobs
 // whose rate changed while a GPU of their own is left to share (their finish time moved, which
 // the share checks assumed). Placements only take GPUs, room and partners away, and a job placed
-// in the last call alone on its GPUs runs at the rate the failures after it assumed (those
-// before it never counted on its GPUs, which were idle then). Anything else forgets every
-// failure.
+// in the last call alone on its GPUs runs at the rate the failures after it assumed, or loses
+// progress to the lineage's per-event overhead, which never makes its remaining time grow, so a
+// check that failed against it keeps failing (those before it never counted on its GPUs, which
+// were idle then). Anything else forgets every failure.
 func (g *greedy) note(s *State) {
 	if s.Resync || g.p.plannedAt == nil || g.p.call <= 1 || len(g.moved) > 1<<16 {
 		g.forgetAll()

@@ -577,6 +577,9 @@ func (p *placer) firstFit(j *Job, opt int) (gpus []int, partners []trace.JobID, 
 func (p *placer) bestBenefit(j *Job, opt int) (gpus []int, partners []trace.JobID, score float64, err error) {
 	p.notes = p.notes[:0]
 	need := j.GPUs
+	if cl := p.s.Cluster; cl.Shape().MaxShare != 2 || cl.Sole()[0] > 0 {
+		p.wait = 0 // lookedUp cannot see the pairs of GPUs with more jobs, or untagged ones
+	}
 	if p.s.Cluster.Open() < need {
 		return nil, nil, 0, nil
 	}

@@ -20,7 +20,10 @@ var _ Policy = (*SJFBSBF)(nil)
 // SJFBSBFArgs are the arguments of sjf-bsbf.
 type SJFBSBFArgs struct {
 	// Exhaustive walks every pending job with no shortcut (same decisions, slower; for tests).
-	Exhaustive  bool   `json:"exhaustive,omitempty"`
+	Exhaustive bool `json:"exhaustive,omitempty"`
+	// NoKeptFails tries again in every call the jobs that failed in an earlier one (same
+	// decisions and pairs looked up, slower; for tests).
+	NoKeptFails bool   `json:"no_kept_fails,omitempty"`
 	Preempt     bool   `json:"preempt"`
 	Victims     string `json:"victims"`
 	Consolidate bool   `json:"consolidate"`
@@ -89,7 +92,7 @@ func newSJFBSBF(a SJFBSBFArgs) *SJFBSBF {
 	// The share index holds running jobs only: with preemption, victims' GPUs would hold jobs
 	// it does not list.
 	g.p.ix.on = !a.Preempt && !a.Exhaustive
-	g.keepFails = !a.Preempt && !a.Exhaustive
+	g.keepFails = !a.Preempt && !a.Exhaustive && !a.NoKeptFails
 	return &SJFBSBF{g}
 }
 

@@ -17,7 +17,10 @@ var _ Policy = (*SJFFFS)(nil)
 // SJFFFSArgs are the arguments of sjf-ffs.
 type SJFFFSArgs struct {
 	// Exhaustive walks every pending job with no shortcut (same decisions, slower; for tests).
-	Exhaustive  bool   `json:"exhaustive,omitempty"`
+	Exhaustive bool `json:"exhaustive,omitempty"`
+	// NoKeptFails tries again in every call the jobs that failed in an earlier one (same
+	// decisions and pairs looked up, slower; for tests).
+	NoKeptFails bool   `json:"no_kept_fails,omitempty"`
 	Preempt     bool   `json:"preempt"`
 	Victims     string `json:"victims"`
 	Consolidate bool   `json:"consolidate"`
@@ -55,7 +58,7 @@ func newSJFFFS(a SJFFFSArgs) *SJFFFS {
 	}
 	g := greedy{name: KeySJFFFS, place: place, preempt: a.Preempt, tentative: a.Victims == VictimsTentative, exhaustive: a.Exhaustive, mps: a.MPS}
 	// First fit reads no remaining time: a failure holds until a GPU frees up (greedy.fails).
-	g.keepFails = !a.Preempt && !a.Exhaustive
+	g.keepFails = !a.Preempt && !a.Exhaustive && !a.NoKeptFails
 	g.p.anyShare = true
 	return &SJFFFS{g}
 }
