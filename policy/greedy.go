@@ -280,6 +280,9 @@ func (g *greedy) walkAll() error {
 // lowest running job only rises during a call, the walk only descends), so only jobs that fit in
 // the free GPUs are walked.
 func (g *greedy) walk() error {
+	if nf := len(g.s.ByFamily); g.keepFails && len(g.fails) < nf {
+		g.fails = append(g.fails, make([]famFail, nf-len(g.fails))...)
+	}
 	if nf := len(g.s.ByFamily); len(g.dead) < nf {
 		g.dead = append(g.dead, make([]uint64, nf-len(g.dead))...)
 		g.cur = make([]Pos, nf)
@@ -405,9 +408,6 @@ func (g *greedy) setHead(f int, h *Job) *Job {
 // merge switches the walk from scanning State.Pending to merging the families.
 func (g *greedy) merge() {
 	g.merging = true
-	if g.keepFails && len(g.fails) < len(g.head) {
-		g.fails = append(g.fails, make([]famFail, len(g.head)-len(g.fails))...)
-	}
 	for f := range g.head {
 		g.cur[f] = Pos{}
 		h := g.setHead(f, g.s.ByFamily[f].At(Pos{}))
@@ -455,9 +455,6 @@ func resize[T any](s []T, n int) []T {
 func (g *greedy) walkPending(j *Job) error {
 	f := j.Family
 	if g.keepFails {
-		if len(g.fails) <= f {
-			g.fails = append(g.fails, make([]famFail, f+1-len(g.fails))...)
-		}
 		// A job of the family that failed in an earlier call, or one behind it, fails still.
 		if ok, err := g.failsStill(j, true); err != nil {
 			return err
