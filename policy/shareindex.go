@@ -155,7 +155,6 @@ func (p *placer) indexed(j *Job, opt int, etcA, etcWait float64) (gpus []int, pa
 	nowS := float64(s.Now) * 1e-9
 	k := j.GPUs - len(p.hp)
 	p.scratch()
-	p.nextTry()
 	scanKey := func(g int) int { return cl.Workload(cl.Node(g))*cl.Shape().GPUs() + g }
 	// lp reports whether GPU g is one bestBenefit2 scans.
 	lp := func(g int) bool { return cl.Count(g) == 1 && cl.FreeMem(g) >= mem }
