@@ -43,6 +43,11 @@ type FakeConfig struct {
 	AccumOverhead float64 `yaml:"accum_overhead,omitempty" json:"accum_overhead,omitempty"`
 	// Jitter is the relative standard deviation of step times (default 0.02; negative: none).
 	Jitter float64 `yaml:"jitter,omitempty" json:"jitter,omitempty"`
+	// DrawnTimes makes each measured step report its drawn time (jitter and slowdown
+	// included) as its duration, whatever the sleep really took: the step still sleeps, but
+	// a test of the statistics reads the same values on an idle and on a loaded machine,
+	// where sleeps stretch to the scheduler's tick and erase the jitter.
+	DrawnTimes bool `yaml:"drawn_times,omitempty" json:"drawn_times,omitempty"`
 	// Slowdown is the factor on a model's step time while another fake shares its "GPU":
 	// key "a+b" for a next to b, or "a" for a next to anything (default DefaultSlowdown,
 	// itself 1.6 by default).
@@ -427,6 +432,9 @@ func (w *fakeRun) step(measured bool) (t0, t1 int64, micro []float64) {
 	t0 = gpu.MonotonicNs()
 	time.Sleep(time.Duration(ms * float64(time.Millisecond)))
 	t1 = gpu.MonotonicNs()
+	if measured && w.cfg.DrawnTimes {
+		t1 = t0 + int64(ms*float64(time.Millisecond))
+	}
 	k := w.batch / w.sub
 	micro = make([]float64, k)
 	for i := range micro {
