@@ -7,3 +7,15 @@ func SetMinDueCap(n int) (restore func()) {
 	minDueCap = n
 	return func() { minDueCap = old }
 }
+
+// SettledSkips returns how many calls of p the settled shortcut answered (settled.go), for the
+// policies that take it.
+func SettledSkips(p Policy) int {
+	switch p := p.(type) {
+	case *FIFO:
+		return p.g.skips
+	case *TiresiasEntry:
+		return p.g.skips
+	}
+	return 0
+}

@@ -106,6 +106,7 @@ type greedy struct {
 	// victim ranks first (-1: none).
 	ahead []vrun
 	best  int
+	settledState
 }
 
 type famFail struct {
@@ -208,7 +209,7 @@ func (g *greedy) sync(s *State, runKey func(*Job) Key) {
 func (g *greedy) rekey(j *Job) { g.rekeyed = append(g.rekeyed, j) }
 
 // changed notes a change the walk cannot see in its inputs (pending jobs re-keyed).
-func (g *greedy) changed() { g.still = false }
+func (g *greedy) changed() { g.still, g.settled = false, false }
 
 // run walks the pending jobs in order (and, when preempting, the running jobs ranked by runKey)
 // and fills plan.
@@ -232,24 +233,33 @@ func (g *greedy) run(s *State, runKey func(*Job) Key, plan *Plan) error {
 	// aside as too close to their end, so no job fits that did not (see timeless).
 	still := g.still && g.timeless && !g.exhaustive && len(s.Finished) == 0 && len(s.Rerated) == 0 &&
 		len(g.rekeyed) == 0 && s.Pending.Len() == g.pending
+	quiet := g.quiet(s)
 	if g.preempt {
 		g.sync(s, runKey)
 	}
 	if still {
+		g.settle(s)
 		return nil
 	}
-	if g.preempt {
-		g.rs.start(s.Now, runKey)
-	}
 	var err error
-	if g.exhaustive {
-		err = g.walkAll()
+	if arr, ok := g.arrivals(s); quiet && ok {
+		// Settled (settled.go): only the arrivals can change anything.
+		g.skips++
+		err = g.placeArrivals(arr)
 	} else {
-		err = g.walk()
+		if g.preempt {
+			g.rs.start(s.Now, runKey)
+		}
+		if g.exhaustive {
+			err = g.walkAll()
+		} else {
+			err = g.walk()
+		}
 	}
 	if err != nil {
 		return err
 	}
+	g.settle(s)
 	g.finish()
 	g.still, g.pending = len(g.plan.Start) == 0 && len(g.plan.Stop) == 0, s.Pending.Len()
 	return nil

@@ -84,3 +84,11 @@ func (r *runSet) fixedPutBack(x ranked) {
 	r.out[x.j.Idx] = 0
 	r.cursor = min(r.cursor, r.pos(&r.ent[x.j.Idx]))
 }
+
+// bottom returns the lowest-ranked running job (fixed keys only), whatever this call took.
+func (r *runSet) bottom() (ranked, bool) {
+	if len(r.order) == 0 {
+		return ranked{}, false
+	}
+	return r.ent[r.order[0]], true
+}

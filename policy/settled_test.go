@@ -1,0 +1,97 @@
+package policy_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/sharebench/sharebench/cluster"
+	"github.com/sharebench/sharebench/policy"
+	"github.com/sharebench/sharebench/profile"
+	"github.com/sharebench/sharebench/sim"
+	"github.com/sharebench/sharebench/trace"
+)
+
+// TestSettledShortcut runs the policies whose walks leave the cluster settled (settled.go) and
+// their exhaustive walks, which never take the shortcut, on random saturated traces: bursts of
+// arrivals, jobs of up to two nodes, jobs too short to be preempted, with and without restart
+// costs, the lineage's per-event overhead (which gives progress back) and scheduling rounds. The
+// decision logs must be equal, and the shortcut must answer a good share of the calls.
+func TestSettledShortcut(t *testing.T) {
+	t.Parallel()
+	prof, err := profile.LoadFile(filepath.Join("..", "results", "profiles", "gavel-v100.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	models := []string{"resnet18", "lm", "a3c", "transformer", "cyclegan"}
+	specs := []string{"fifo", "tiresias-entry-order", "tiresias-testbed", "tiresias-authors"}
+	skips := map[string]int{}
+	for seed := range uint64(24) {
+		rng := rand.New(rand.NewPCG(seed, 11))
+		shape := cluster.Shape{Nodes: 2 + rng.IntN(3), GPUsPerNode: []int{2, 4, 8}[rng.IntN(3)], GPUMemBytes: 48 * cluster.GiB, MaxShare: 1}
+		var jobs []trace.Job
+		at := time.Duration(0)
+		for id := 0; id < 150; {
+			for range 1 + rng.IntN(4) {
+				gpus := []int{1, 1, 2, 4, shape.GPUsPerNode, shape.GPUsPerNode + 1 + rng.IntN(shape.GPUsPerNode)}[rng.IntN(6)]
+				iters := int64([]int{50, 100, 101, 400, 2000, 8000}[rng.IntN(6)])
+				jobs = append(jobs, trace.Job{ID: trace.JobID(id), Submit: at, GPUs: min(gpus, shape.GPUs()), Iters: iters, Model: models[rng.IntN(len(models))]})
+				id++
+			}
+			at += time.Duration(rng.IntN(40)) * 5 * time.Second
+		}
+		cfg := sim.Config{Shape: shape, TraceName: fmt.Sprintf("seed %d", seed),
+			Restart:            sim.RestartCost{Source: []sim.RestartSource{sim.RestartOff, sim.RestartAuto, sim.RestartLineage}[seed%3]},
+			OverheadEveryEvent: seed%4 == 1}
+		if seed%5 == 2 {
+			cfg.Interval = 150 * time.Second
+		}
+		for _, spec := range specs {
+			var logs [2][]byte
+			for k, s := range []string{spec, exhaustive(t, spec)} {
+				p, err := policy.Builtin().New(s)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var buf bytes.Buffer
+				obs, flush := sim.JSONLWriter(&buf)
+				if _, err := sim.Run(context.Background(), cfg, jobs, p, prof, obs); err != nil {
+					t.Fatalf("seed %d %s: %v", seed, s, err)
+				}
+				if err := flush(); err != nil {
+					t.Fatal(err)
+				}
+				logs[k] = buf.Bytes()
+				if k == 0 {
+					skips[spec] += policy.SettledSkips(p)
+				}
+			}
+			if !bytes.Equal(logs[0], logs[1]) {
+				t.Errorf("seed %d %s: the shortcut and the exhaustive walk decide differently\n%s", seed, spec, firstDiff(logs[0], logs[1]))
+			}
+		}
+	}
+	t.Logf("calls answered by the shortcut: %v", skips)
+	for _, spec := range specs {
+		if skips[spec] < 300 {
+			t.Errorf("%s: the shortcut answered %d calls: the traces do not exercise it", spec, skips[spec])
+		}
+	}
+}
+
+// exhaustive adds "exhaustive":true to a policy spec.
+func exhaustive(t *testing.T, spec string) string {
+	t.Helper()
+	key, args, err := policy.Builtin().Resolve(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(args) == 0 || string(args) == "{}" {
+		return key + `{"exhaustive":true}`
+	}
+	return key + `{"exhaustive":true,` + string(args[1:])
+}
