@@ -138,8 +138,11 @@ func newEngine(cfg Config, jobs []trace.Job, p policy.Policy, prof *profile.Tabl
 	if ev, ok := p.(policy.EveryEventer); ok {
 		e.everyEvent = ev.EveryEvent()
 	}
-	sorted := slices.Clone(jobs)
-	trace.Sort(sorted)
+	sorted := jobs // read only; a copy only when it needs sorting (readers return sorted traces)
+	if !slices.IsSortedFunc(jobs, trace.Compare) {
+		sorted = slices.Clone(jobs)
+		trace.Sort(sorted)
+	}
 	e.jobs = make([]*policy.Job, len(sorted))
 	e.byIDs = make([]int32, len(sorted))
 	e.stats = make([]jobStats, len(sorted))

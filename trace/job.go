@@ -25,13 +25,14 @@ type Job struct {
 
 // Sort orders jobs by (Submit, ID), the order in which the simulator sees them. It is stable,
 // so jobs that compare equal keep their relative order.
-func Sort(jobs []Job) {
-	slices.SortStableFunc(jobs, func(a, b Job) int {
-		if c := cmp.Compare(a.Submit, b.Submit); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.ID, b.ID)
-	})
+func Sort(jobs []Job) { slices.SortStableFunc(jobs, Compare) }
+
+// Compare orders two jobs by (Submit, ID).
+func Compare(a, b Job) int {
+	if c := cmp.Compare(a.Submit, b.Submit); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.ID, b.ID)
 }
 
 // Format names a trace dialect.

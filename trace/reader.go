@@ -55,11 +55,14 @@ type Reader struct {
 	line   int // line number of the current line
 	fields [][]byte
 
-	job     Job
-	err     error
-	done    bool
-	n       int               // jobs returned so far
-	seen    map[JobID]int     // line of each job id returned so far
+	job  Job
+	err  error
+	done bool
+	n    int           // jobs returned so far
+	seen map[JobID]int // line of each job id returned so far, beyond denseIDs
+	// lines[id] is the line of job id for ids below denseIDs (0: none yet), which spares the
+	// map's hashing and growth on the usual traces, numbered from 0.
+	lines   []int32
 	models  map[string]string // interned, validated model names
 	skipped int
 
@@ -92,18 +95,40 @@ func (r *Reader) Scan() bool {
 		if err != nil {
 			return r.fail(err)
 		}
-		if first, dup := r.seen[j.ID]; dup {
+		if first, dup := r.see(j.ID, j.Line); dup {
 			return r.fail(r.errAt(r.col.id, fmt.Sprintf("duplicate job id %d (first on line %d)", j.ID, first)))
 		}
-		if r.seen == nil {
-			r.seen = make(map[JobID]int)
-		}
-		r.seen[j.ID] = j.Line
 		r.job = j
 		r.n++
 		return true
 	}
 	return r.finish()
+}
+
+// denseIDs bounds the job ids whose lines sit in a slice rather than the map (4 bytes each).
+const denseIDs = 1 << 22
+
+// see notes that job id is on line; dup reports an id already seen, on line first.
+func (r *Reader) see(id JobID, line int) (first int, dup bool) {
+	if id >= 0 && id < denseIDs && line > 0 && line < math.MaxInt32 {
+		if int(id) >= len(r.lines) {
+			r.lines = append(r.lines, make([]int32, int(id)+1-len(r.lines))...)
+			r.lines = r.lines[:cap(r.lines)]
+		}
+		if l := r.lines[id]; l != 0 {
+			return int(l), true
+		}
+		r.lines[id] = int32(line)
+		return 0, false
+	}
+	if first, dup := r.seen[id]; dup {
+		return first, true
+	}
+	if r.seen == nil {
+		r.seen = make(map[JobID]int)
+	}
+	r.seen[id] = line
+	return 0, false
 }
 
 // Job returns the job read by the last successful call to Scan.
@@ -434,10 +459,15 @@ func checkModelName[T string | []byte](b T) string {
 // ReadAll reads every job of the trace in r, in format f, and returns them sorted by
 // (Submit, ID). The name is used in error messages, usually the file's path.
 func ReadAll(r io.Reader, name string, f Format, opt Options) ([]Job, error) {
+	return readAll(r, name, f, opt, 0)
+}
+
+// readAll is ReadAll with room for about rows jobs made at once.
+func readAll(r io.Reader, name string, f Format, opt Options, rows int) ([]Job, error) {
 	rd := NewReader(r, name, f, opt)
-	var jobs []Job
+	jobs := make([]Job, 0, rows)
 	for rd.Scan() {
-		if jobs == nil && rd.philly != nil {
+		if len(jobs) == 0 && rd.philly != nil {
 			jobs = make([]Job, 0, len(rd.philly.rows))
 		}
 		jobs = append(jobs, rd.Job())
@@ -456,7 +486,17 @@ func ReadFile(path string, f Format, opt Options) ([]Job, error) {
 	if err != nil {
 		return nil, fmt.Errorf("trace: %w", err)
 	}
-	jobs, err := ReadAll(fh, path, f, opt)
+	// Room for the jobs up front, from the file's size and the length of its first lines: a
+	// growing slice of a million jobs copies hundreds of megabytes.
+	br := bufio.NewReaderSize(fh, 64<<10)
+	rows := 0
+	if st, err := fh.Stat(); err == nil && st.Mode().IsRegular() {
+		head, _ := br.Peek(64 << 10)
+		if n := bytes.Count(head, []byte{'\n'}); n > 1 {
+			rows = int(min(st.Size()/int64(len(head))*int64(n)+int64(n), st.Size()/8))
+		}
+	}
+	jobs, err := readAll(br, path, f, opt, rows)
 	if cerr := fh.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("trace: %w", cerr)
 	}
