@@ -148,6 +148,7 @@ func newEngine(cfg Config, jobs []trace.Job, p policy.Policy, prof *profile.Tabl
 	e.stats = make([]jobStats, len(sorted))
 	e.ver = make([]uint32, len(sorted))
 	e.listed = make([]bool, len(sorted))
+	e.q.grow(len(sorted))
 	for i, t := range sorted {
 		if t.GPUs > cfg.Shape.GPUs() || t.GPUs <= 0 || t.Iters <= 0 || t.Submit < 0 {
 			return nil, fmt.Errorf("sim: %s: job %d asks for %d GPUs and %d iterations at %v; the cluster has %d GPUs", cfg.TraceName, t.ID, t.GPUs, t.Iters, t.Submit, cfg.Shape.GPUs())

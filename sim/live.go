@@ -194,11 +194,8 @@ func (l *Live) firstPredicted(ids []trace.JobID) int {
 			return k
 		}
 		seq := uint64(math.MaxUint64)
-		for _, ev := range e.q.ev {
-			if ev.kind == evFinish && ev.job == j.Idx && ev.ver == e.ver[j.Idx] {
-				seq = ev.seq
-				break
-			}
+		if k := e.q.pos[j.Idx]; k >= 0 {
+			seq = e.q.ev[k].seq
 		}
 		if seq < bestSeq || seq == bestSeq && id < ids[best] {
 			best, bestSeq = k, seq

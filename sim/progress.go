@@ -120,7 +120,7 @@ func (e *engine) rerate(i int32, buf []*policy.Job) []*policy.Job {
 	if ns := j.P.Rem / j.P.Rate * 1e9; ns < float64(Horizon) {
 		at = e.now + j.P.Overhead + time.Duration(math.Round(ns))
 	}
-	e.q.push(event{t: at, kind: evFinish, job: i, ver: e.ver[i]})
+	e.q.predict(i, at, e.ver[i])
 	return buf
 }
 
@@ -164,6 +164,7 @@ func (e *engine) finish(i int32) {
 
 func (e *engine) stopRunning(j *policy.Job) {
 	j.Running = false
+	e.q.retire(j.Idx)
 	j.Since, j.LastRun = e.now, e.now
 	k, found := slices.BinarySearchFunc(e.run, j.ID, func(a *policy.Job, id trace.JobID) int { return cmp.Compare(a.ID, id) })
 	if !found {
