@@ -193,8 +193,14 @@ func (g *greedy) sync(s *State, runKey func(*Job) Key) {
 		}
 	}
 	g.stopped = g.stopped[:0]
-	for _, l := range [2][]*Job{s.Rerated, g.rekeyed} {
+	for k, l := range [2][]*Job{s.Rerated, g.rekeyed} {
 		for _, j := range l {
+			if k == 0 && g.rs.fixed && j.Running && g.rs.where[j.Idx] >= 0 {
+				// A fixed key changes only when the policy re-keys the job (the second list):
+				// a new rate leaves the job where it is (the lineage's per-event overhead re-rates
+				// every running job at every event).
+				continue
+			}
 			if j.Running {
 				g.rs.put(entry(j, runKey(j), s.Now))
 			} else {
