@@ -252,6 +252,9 @@ func (g *greedy) run(s *State, runKey func(*Job) Key, plan *Plan) error {
 		// Settled (settled.go): only the arrivals can change anything.
 		g.skips++
 		err = g.placeArrivals(arr)
+	} else if quiet && g.arrivalsFail(s) {
+		// Settled, and no arrival fits where the walk would try it: nothing changes.
+		g.skips++
 	} else {
 		if g.preempt {
 			g.rs.start(s.Now, runKey)

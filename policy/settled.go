@@ -1,5 +1,7 @@
 package policy
 
+import "slices"
+
 // A walk of a preemptive policy with YARN placement, fixed keys and the authors' victims (fifo,
 // tiresias-entry-order and its aliases) leaves the cluster settled: walked again while only time
 // passes, it changes nothing. Such a walk ends, below its first job that cannot be placed even
@@ -16,8 +18,17 @@ package policy
 // Jobs that arrived since, ranked below every running and every waiting job, come last in that
 // walk and find nothing to take: each is placed if it fits. So a call that follows a walk (or
 // this shortcut) with nothing in between but time and such arrivals only tries the arrivals.
-// A finished job, a re-keyed job, a promotion, a live run's measured progress or an arrival that
-// ranks higher all need the walk.
+// A finished job, a re-keyed job, a promotion or a live run's measured progress need the walk.
+//
+// Arrivals that rank above some running jobs (a Tiresias arrival ahead of demoted jobs) change
+// nothing either when none of them fits where the walk would try it and a waiting job ranks
+// above them all. That job, the first of the walk, fails again and takes every running job
+// ranked below it; the packing then lands each job ranked above an arrival where it lies, so the
+// arrival meets the cluster less the running jobs ranked below it that can be taken. If it does
+// not fit there it is passed over, which leaves the packing as it was, and the next arrival
+// meets the same cluster less fewer jobs. (When an arrival is the first waiting job, the running
+// jobs ranked between it and the previous first job were never part of a packing, and
+// taking them may move them.)
 
 // settles reports whether g's walks leave the cluster settled.
 func (g *greedy) settles() bool {
@@ -63,6 +74,48 @@ func (g *greedy) arrivals(s *State) (arr []*Job, ok bool) {
 		arr[i], arr[k] = arr[k], arr[i]
 	}
 	return arr, true
+}
+
+// arrivalsFail reports whether none of the jobs that arrived since the last call (all of them
+// waiting, in a settled cluster) would fit where the walk tries it, below a waiting job that
+// ranks above them all: then the walk would change nothing (see above).
+func (g *greedy) arrivalsFail(s *State) bool {
+	first := s.Pending.At(Pos{})
+	if first == nil || int(first.Idx) >= g.arrived {
+		return false
+	}
+	arr := g.arr[:0]
+	for k := g.arrived; k < len(s.Jobs) && s.Jobs[k].Submit <= s.Now; k++ {
+		arr = append(arr, s.Jobs[k])
+	}
+	g.arr = arr
+	if len(arr) == 0 {
+		return false
+	}
+	// From the lowest-ranked arrival up: release the running jobs ranked below it that could
+	// be taken, then try it.
+	slices.SortFunc(arr, func(a, b *Job) int { return Compare(b.K, b, a.K, a) })
+	cl := g.s.Cluster
+	mark := cl.Mark()
+	defer cl.Rollback(mark)
+	r := &g.rs
+	i := 0
+	for _, a := range arr {
+		x := ranked{k: a.K, sub: a.Submit, id: a.ID}
+		for ; i < len(r.order) && lower(&r.ent[r.order[i]], &x); i++ {
+			j := r.ent[r.order[i]].j
+			if j.RemIters(s.Now) <= minVictimIters {
+				continue
+			}
+			if err := cl.Release(j.ID); err != nil {
+				return false // the walk reports it
+			}
+		}
+		if a.GPUs <= g.free() && g.p.yarn(a) != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // placeArrivals places each new arrival that fits, in rank order: all the walk would do.
