@@ -31,6 +31,10 @@ type placeFunc func(p *placer, j *Job) (pl Placement, ok bool, err error)
 //     fits depends on its GPU count alone, and a larger job never fits where a smaller one does
 //     not, so a failure rules out every job of as many GPUs or more.
 //
+// With fixed keys, YARN placement and the authors' victims, a call that follows a walk with only
+// time and arrivals in between is answered without a walk where that provably changes nothing
+// but the arrivals (settled.go).
+//
 // To skip a family in one step, the walk takes the pending jobs family by family (State.ByFamily),
 // merging the families' next jobs in priority order with a heap; a family that fails leaves the
 // heap until it may fit again.
@@ -247,15 +251,21 @@ func (g *greedy) run(s *State, runKey func(*Job) Key, plan *Plan) error {
 		g.settle(s)
 		return nil
 	}
+	var arr []*Job
+	last := false // settled (settled.go), and the arrivals rank below every other job
+	if quiet {
+		arr, last = g.arrivals(s)
+	}
 	var err error
-	if arr, ok := g.arrivals(s); quiet && ok {
-		// Settled (settled.go): only the arrivals can change anything.
+	switch {
+	case last:
+		// Only the arrivals can change anything.
 		g.skips++
 		err = g.placeArrivals(arr)
-	} else if quiet && g.arrivalsFail(s) {
-		// Settled, and no arrival fits where the walk would try it: nothing changes.
+	case quiet && g.arrivalsFail(s):
+		// No arrival fits where the walk would try it: nothing changes.
 		g.skips++
-	} else {
+	default:
 		if g.preempt {
 			g.rs.start(s.Now, runKey)
 		}
