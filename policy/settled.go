@@ -4,16 +4,22 @@ import "slices"
 
 // A walk of a preemptive policy with YARN placement, fixed keys and the authors' victims (fifo,
 // tiresias-entry-order and its aliases) leaves the cluster settled: walked again while only time
-// passes, it changes nothing. Such a walk ends, below its first job that cannot be placed even
+// passes, it changes nothing. Such a walk ends, below its first job W that cannot be placed even
 // after taking every running job ranked below it (or that finds none to take), with a first-fit
-// packing, in rank order, of every job ranked below that one, on the GPUs of the jobs ranked
-// above it and of those set aside as too close to their end. Walked again, the first waiting job
-// meets that same base once it has taken what now runs below it: it fails again (YARN
-// placement is monotone: a job that fails on some idle GPUs fails on fewer), and the packing of
-// the same jobs in the same order from the same base lands each one where it lies, which cancels
-// every preemption. Time only sets more jobs aside, and a job fixed early where the packing puts
-// it changes no other job's placement (the jobs packed before it never took its GPUs, and YARN
-// picks the first node and the lowest GPUs that fit).
+// packing, in rank order, of every job ranked below W, on the cluster whose GPUs the jobs ranked
+// above W and those set aside as too close to their end hold (the base). No job ranked above W
+// waits, or W would not be the first. Walked again, W meets that same base once it has taken what
+// now runs below it: it fails again (YARN placement is monotone: a job that fails on some idle
+// GPUs fails on fewer; with more GPUs than a node, the first fully idle nodes it would take stay
+// idle, and a node that is not fully idle holds no more), and the packing of the same jobs in the
+// same order from the same base lands each one where it lies, which cancels every preemption.
+// A job of the packing that does not fit takes nothing: every running job ranked below W that
+// could be taken is taken already. Time only sets more jobs aside, and a job fixed early where the
+// packing puts it changes no other job's placement: the jobs packed before it never took its
+// GPUs; YARN picks the first node with room and its lowest idle GPUs, and for more GPUs than a
+// node the first fully idle nodes (the fixed job sits on none of those a job took whole) and then
+// a node after them or not fully idle, which a node at or before the last whole one only becomes
+// if it was fully idle and so taken whole.
 //
 // Jobs that arrived since, ranked below every running and every waiting job, come last in that
 // walk and find nothing to take: each is placed if it fits. So a call that follows a walk (or
@@ -36,9 +42,12 @@ func (g *greedy) settles() bool {
 }
 
 // quiet reports, before sync, whether nothing but time and arrivals changed since a walk that
-// left the cluster settled. (Re-rated jobs are either the previous call's starts or, with the
-// lineage's per-event overhead, every running job: an event gives back at most the progress made
-// since the previous one, so a job's remaining iterations still never grow from call to call.)
+// left the cluster settled. Re-rated jobs are not looked at: on exclusive GPUs they are the
+// previous call's starts or, with the lineage's per-event overhead, every running job, and an
+// event gives back at most the progress made since the previous one (up to one rounding step,
+// which never lifts a job above 100 iterations), so no job set aside becomes one to take. The
+// arrivals are counted in State.Jobs, sorted by (Submit, ID): the engine queues every job
+// submitted by now before it calls (a live run, which also sets Resync, is left out).
 func (g *greedy) quiet(s *State) bool {
 	return g.settled && len(s.Finished) == 0 && len(g.rekeyed) == 0 && !s.Resync
 }
