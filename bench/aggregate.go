@@ -8,14 +8,17 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/sharebench/sharebench/analysis"
 	"github.com/sharebench/sharebench/profile"
 	"github.com/sharebench/sharebench/results"
 	"github.com/sharebench/sharebench/sim"
 	"github.com/sharebench/sharebench/trace"
+	"golang.org/x/sync/errgroup"
 )
 
 // FigureFormats returns the figure formats drawn for a label: SVG only for the smoke goldens
@@ -92,6 +95,18 @@ func aggregate(env Env, outRoot string, plan []RunSpec, table []Experiment, opt 
 		}
 		loaded[r.ID] = run
 	}
+	fw := newFigureWriter()
+	failures, err := aggregateAll(env, outRoot, plan, exps, opt, formats, failures, loaded, fw)
+	// Every figure queued is written (or has failed) before aggregate returns, even on error.
+	if ferr := fw.wait(); err == nil && ferr != nil {
+		return nil, ferr
+	}
+	return failures, err
+}
+
+// aggregateAll writes the tables of the experiments and of the whole plan; figs draws their
+// figures (fw).
+func aggregateAll(env Env, outRoot string, plan []RunSpec, exps map[string]Experiment, opt AggregateOptions, formats []string, failures []Failure, loaded map[string]*results.Run, fw *figureWriter) ([]Failure, error) {
 	var claimRuns []*results.Run
 	var index []indexEntry
 	for _, name := range experimentNames(plan) {
@@ -105,7 +120,7 @@ func aggregate(env Env, outRoot string, plan []RunSpec, table []Experiment, opt 
 				specs = append(specs, &plan[i])
 			}
 		}
-		runs, err := aggregateExperiment(filepath.Join(outRoot, name), e, specs, loaded, formats)
+		runs, err := aggregateExperiment(filepath.Join(outRoot, name), e, specs, loaded, formats, fw)
 		if err != nil {
 			return nil, fmt.Errorf("bench: aggregate %s: %w", name, err)
 		}
@@ -130,7 +145,7 @@ func aggregate(env Env, outRoot string, plan []RunSpec, table []Experiment, opt 
 	if err := writeFailures(outRoot, failures); err != nil {
 		return nil, err
 	}
-	if err := writeProfiles(env, filepath.Join(outRoot, "profiles"), plan, formats, opt.ProfileJSON); err != nil {
+	if err := writeProfiles(env, filepath.Join(outRoot, "profiles"), plan, formats, opt.ProfileJSON, fw); err != nil {
 		return nil, err
 	}
 	if err := writeIndex(outRoot, opt.Label, index, failures, len(claimRuns) > 0); err != nil {
@@ -165,7 +180,7 @@ func loadRun(dir, id string) (*results.Run, *Failure, error) {
 }
 
 // aggregateExperiment writes one experiment's tables and figures and returns its loaded runs.
-func aggregateExperiment(dir string, e Experiment, specs []*RunSpec, loaded map[string]*results.Run, formats []string) ([]*results.Run, error) {
+func aggregateExperiment(dir string, e Experiment, specs []*RunSpec, loaded map[string]*results.Run, formats []string, fw *figureWriter) ([]*results.Run, error) {
 	var runs []*results.Run
 	bySetting := map[string][]*results.Run{}
 	var settings []string
@@ -242,7 +257,7 @@ func aggregateExperiment(dir string, e Experiment, specs []*RunSpec, loaded map[
 		if err != nil {
 			return nil, err
 		}
-		if err := saveFigure(fdir, "avg-jct", fig, formats); err != nil {
+		if err := fw.save(fdir, "avg-jct", fig, formats); err != nil {
 			return nil, err
 		}
 	}
@@ -276,7 +291,7 @@ func aggregateExperiment(dir string, e Experiment, specs []*RunSpec, loaded map[
 				if err != nil {
 					return nil, err
 				}
-				if err := saveFigure(fdir, f.name, fig, formats); err != nil {
+				if err := fw.save(fdir, f.name, fig, formats); err != nil {
 					return nil, err
 				}
 			}
@@ -288,7 +303,7 @@ func aggregateExperiment(dir string, e Experiment, specs []*RunSpec, loaded map[
 			if err != nil {
 				return nil, err
 			}
-			if err := saveFigure(fdir, "curve-"+x+"-"+tr, fig, formats); err != nil {
+			if err := fw.save(fdir, "curve-"+x+"-"+tr, fig, formats); err != nil {
 				return nil, err
 			}
 		}
@@ -323,14 +338,52 @@ func writeTable(dir, name string, t analysis.Table) error {
 	return nil
 }
 
-// saveFigure writes fig as dir/name.<format> for every format.
-func saveFigure(dir, name string, fig *analysis.Figure, formats []string) error {
+// figureWriter draws and encodes figures on every core while the tables are written: PNG
+// encoding is most of an aggregation's time. Each figure is its own file, so the bytes do not
+// depend on the order the figures are written in.
+type figureWriter struct {
+	g    errgroup.Group
+	mu   sync.Mutex
+	errs []error // by the order the figures were queued in
+}
+
+func newFigureWriter() *figureWriter {
+	w := &figureWriter{}
+	w.g.SetLimit(runtime.GOMAXPROCS(0))
+	return w
+}
+
+// save queues fig to be written as dir/name.<format> for every format; fig must not change
+// afterwards.
+func (w *figureWriter) save(dir, name string, fig *analysis.Figure, formats []string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("bench: %w", err)
 	}
-	for _, f := range formats {
-		if err := fig.Save(filepath.Join(dir, name+"."+f)); err != nil {
-			return fmt.Errorf("bench: figure %s: %w", name, err)
+	w.mu.Lock()
+	k := len(w.errs)
+	w.errs = append(w.errs, nil)
+	w.mu.Unlock()
+	w.g.Go(func() error {
+		for _, f := range formats {
+			if err := fig.Save(filepath.Join(dir, name+"."+f)); err != nil {
+				w.mu.Lock()
+				w.errs[k] = fmt.Errorf("bench: figure %s: %w", name, err)
+				w.mu.Unlock()
+				break
+			}
+		}
+		return nil
+	})
+	return nil
+}
+
+// wait waits for every figure queued and returns the error of the first one queued that
+// failed, so that the error reported does not depend on timing.
+func (w *figureWriter) wait() error {
+	w.g.Wait()
+	for _, err := range w.errs {
+		if err != nil {
+			return err
 		}
 	}
 	return nil
@@ -367,7 +420,7 @@ func writeFailures(outRoot string, failures []Failure) error {
 // writeProfiles writes, for the profiles the plan uses (without ξ scaling): their tables, ξ
 // heat maps, and for derived profiles the profile itself (JSON) and the sub-batch figures of
 // the models the trace models map onto.
-func writeProfiles(env Env, dir string, plan []RunSpec, formats []string, withJSON bool) error {
+func writeProfiles(env Env, dir string, plan []RunSpec, formats []string, withJSON bool, fw *figureWriter) error {
 	if err := os.RemoveAll(dir); err != nil {
 		return fmt.Errorf("bench: %w", err)
 	}
@@ -412,7 +465,7 @@ func writeProfiles(env Env, dir string, plan []RunSpec, formats []string, withJS
 				if err != nil {
 					return err
 				}
-				if err := saveFigure(dir, name+"-"+m, fig, formats); err != nil {
+				if err := fw.save(dir, name+"-"+m, fig, formats); err != nil {
 					return err
 				}
 			}
@@ -422,7 +475,7 @@ func writeProfiles(env Env, dir string, plan []RunSpec, formats []string, withJS
 				return err
 			}
 			for _, f := range figs {
-				if err := saveFigure(dir, name+"-"+f.Name, f.Figure, formats); err != nil {
+				if err := fw.save(dir, name+"-"+f.Name, f.Figure, formats); err != nil {
 					return err
 				}
 			}

@@ -1,11 +1,10 @@
 package policy
 
-// SetMinDueCap sets the deadline-cleaning threshold of tiresias-entry-order for a test and
-// returns the function that restores it.
-func SetMinDueCap(n int) (restore func()) {
-	old := minDueCap
-	minDueCap = n
-	return func() { minDueCap = old }
+// CheckReplacedDeadlines makes tiresias-entry-order keep the deadlines it replaces and panic
+// if one would fire when it comes due, for a test; it returns the function that restores it.
+func CheckReplacedDeadlines() (restore func()) {
+	checkReplaced = true
+	return func() { checkReplaced = false }
 }
 
 // SettledSkips returns how many calls of p the settled shortcut answered (settled.go), for the

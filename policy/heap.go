@@ -69,18 +69,3 @@ func (h *binHeap[T]) down(i int) {
 	}
 	it[i] = x
 }
-
-// drop removes the items dead reports and restores the heap. The others pop as they would
-// have where the order is total; among items it ties, their order may change.
-func (h *binHeap[T]) drop(dead func(T) bool) {
-	k := 0
-	for _, x := range h.items {
-		if !dead(x) {
-			h.items[k] = x
-			k++
-		}
-	}
-	clear(h.items[k:])
-	h.items = h.items[:k]
-	h.init()
-}

@@ -3,12 +3,10 @@ package policy
 import (
 	"fmt"
 	"math"
-	"slices"
 	"strconv"
 	"time"
 
 	"github.com/sharebench/sharebench/internal/simtime"
-	"github.com/sharebench/sharebench/trace"
 )
 
 // TiresiasEntry is discretised two-dimensional least-attained-service on the authors' physical
@@ -27,14 +25,9 @@ type TiresiasEntry struct {
 	gpuTime bool
 	starve  float64
 	authors bool
-	st      []tiresiasJob     // by Job.Idx
-	due     binHeap[deadline] // by deadlineBefore
-	dueCap  int               // due's length at which stale deadlines are dropped (push)
-	// stale holds, sorted from stale[staleAt] on, the times of the stale deadlines dropped
-	// from due: each still wakes the engine, as it did from due (an event is not free: with
-	// the lineage's per-event overhead every event costs running jobs progress).
-	stale   []time.Duration
-	staleAt int
+	st      []tiresiasJob // by Job.Idx
+	due     deadlines
+	runKey  func(*Job) Key
 }
 
 type tiresiasJob struct {
@@ -66,7 +59,7 @@ func newTiresiasEntry(a TiresiasEntryArgs) (*TiresiasEntry, error) {
 	if len(a.LimitsS) == 0 {
 		return nil, fmt.Errorf("limits_s: need at least one queue limit")
 	}
-	t := &TiresiasEntry{starve: a.StarveFactor, authors: a.AuthorsOrder, due: binHeap[deadline]{less: deadlineBefore}}
+	t := &TiresiasEntry{starve: a.StarveFactor, authors: a.AuthorsOrder}
 	for i, l := range a.LimitsS {
 		if !(l > 0) || math.IsInf(l, 0) || (i > 0 && l <= a.LimitsS[i-1]) {
 			return nil, fmt.Errorf("limits_s: want positive, increasing limits, got %v", a.LimitsS)
@@ -133,8 +126,11 @@ func (t *TiresiasEntry) queueOf(service time.Duration) int {
 // Schedule applies the demotions and promotions due now, then walks the queues.
 func (t *TiresiasEntry) Schedule(s *State) (Plan, error) {
 	var plan Plan
-	for t.due.len() > 0 && t.due.top().at <= s.Now {
-		d := t.due.pop()
+	for {
+		d, ok := t.due.pop(s.Now)
+		if !ok {
+			break
+		}
 		j := d.j
 		if j.Done || j.Preempts != d.runs {
 			continue // stale: the job finished, or ran or stopped again since
@@ -162,7 +158,10 @@ func (t *TiresiasEntry) Schedule(s *State) (Plan, error) {
 			plan.Rekey = append(plan.Rekey, j.ID)
 		}
 	}
-	runKey := func(j *Job) Key { return t.Key(j) }
+	if t.runKey == nil {
+		t.runKey = t.Key // once: a method value allocates
+	}
+	runKey := t.runKey
 	if len(plan.Rekey) > 0 {
 		t.g.changed()
 	}
@@ -188,11 +187,11 @@ func (t *TiresiasEntry) Schedule(s *State) (Plan, error) {
 			if st.queue > 0 {
 				// The job waits from now; its attained service is frozen while it waits.
 				wait := simtime.FromNanos(math.Ceil(float64(j.Executed(s.Now)-st.base) * t.starve))
-				t.push(deadline{at: simtime.Add(s.Now, max(wait, 1)), job: id, j: j, runs: j.Preempts + 1})
+				t.due.push(deadline{at: simtime.Add(s.Now, max(wait, 1)), job: id, j: j, runs: j.Preempts + 1})
 			}
 		}
 	}
-	if next, ok := t.next(s.Now); ok {
+	if next, ok := t.due.next(s.Now); ok {
 		plan.Wake = max(next, s.Now+1)
 	}
 	return plan, nil
@@ -209,72 +208,5 @@ func (t *TiresiasEntry) pushDemotion(j *Job, st *tiresiasJob, now time.Duration)
 	if t.gpuTime {
 		left = (left + time.Duration(j.GPUs) - 1) / time.Duration(j.GPUs)
 	}
-	t.push(deadline{at: simtime.Add(now, max(left, 1)), job: j.ID, j: j, runs: j.Preempts, demote: true})
-}
-
-// push adds d to due. Every restart leaves the job's previous deadline stale, so when due has
-// doubled since it was last cleaned the stale deadlines leave it: a job's Preempts count only
-// grows, so one that is past a deadline's stays past it, and a stale deadline is skipped
-// wherever it pops.
-func (t *TiresiasEntry) push(d deadline) {
-	t.due.push(d)
-	if t.due.len() < t.dueCap {
-		return
-	}
-	var times []time.Duration
-	t.due.drop(func(d deadline) bool {
-		dead := d.j.Done || d.j.Preempts > d.runs
-		if dead {
-			times = append(times, d.at)
-		}
-		return dead
-	})
-	slices.Sort(times)
-	t.stale, t.staleAt = mergeSorted(t.stale[t.staleAt:], times), 0
-	t.dueCap = max(2*t.due.len(), minDueCap)
-}
-
-// minDueCap is the length of due below which stale deadlines are left alone (a variable for
-// tests, which clean at every push).
-var minDueCap = 4096
-
-// next returns the earliest deadline after now, stale ones included. (Those due by now popped
-// at the start of the call, or were dropped from due during it.)
-func (t *TiresiasEntry) next(now time.Duration) (time.Duration, bool) {
-	for t.staleAt < len(t.stale) && t.stale[t.staleAt] <= now {
-		t.staleAt++
-	}
-	next, ok := simtime.Never, false
-	if t.due.len() > 0 {
-		next, ok = t.due.top().at, true
-	}
-	if t.staleAt < len(t.stale) {
-		next, ok = min(next, t.stale[t.staleAt]), true
-	}
-	return next, ok
-}
-
-// deadline is a future demotion or promotion; runs is the job's Preempts count it is valid for.
-type deadline struct {
-	at     time.Duration
-	job    trace.JobID
-	j      *Job
-	runs   int
-	demote bool
-}
-
-// deadlineBefore orders deadlines by (at, job); the job tie-break keeps pops deterministic.
-func deadlineBefore(a, b deadline) bool { return a.at < b.at || (a.at == b.at && a.job < b.job) }
-
-// mergeSorted merges two sorted lists into a new one.
-func mergeSorted(a, b []time.Duration) []time.Duration {
-	out := make([]time.Duration, 0, len(a)+len(b))
-	for len(a) > 0 && len(b) > 0 {
-		if b[0] < a[0] {
-			out, b = append(out, b[0]), b[1:]
-		} else {
-			out, a = append(out, a[0]), a[1:]
-		}
-	}
-	return append(append(out, a...), b...)
+	t.due.push(deadline{at: simtime.Add(now, max(left, 1)), job: j.ID, j: j, runs: j.Preempts, demote: true})
 }
