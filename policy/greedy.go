@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -321,7 +320,7 @@ func (g *greedy) walk() error {
 	if g.heads.less == nil {
 		g.heads.less = func(a, b int32) bool {
 			// The heads' first keys sit in headA, so most comparisons read no job.
-			if c := cmp.Compare(g.headA[a], g.headA[b]); c != 0 {
+			if c := cmpA(g.headA[a], g.headA[b]); c != 0 {
 				return c < 0 // as Compare, which looks at A first
 			}
 			x, y := g.head[a], g.head[b]

@@ -34,7 +34,7 @@ type Key struct {
 // Compare orders keys, then submit times, then IDs: the order of State.Pending.
 func Compare(ka Key, a *Job, kb Key, b *Job) int {
 	// Early returns: the walks compare a lot, and most keys differ in A.
-	if c := cmp.Compare(ka.A, kb.A); c != 0 {
+	if c := cmpA(ka.A, kb.A); c != 0 {
 		return c
 	}
 	if ka.B != kb.B {
@@ -44,6 +44,19 @@ func Compare(ka Key, a *Job, kb Key, b *Job) int {
 		return cmp.Compare(a.Submit, b.Submit)
 	}
 	return cmp.Compare(a.ID, b.ID)
+}
+
+// cmpA is cmp.Compare on first keys, with the common case (neither is NaN) tested first.
+func cmpA(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	case a == b:
+		return 0
+	}
+	return cmp.Compare(a, b)
 }
 
 // Keyer is implemented by policies that order pending jobs by a key fixed while a job waits.

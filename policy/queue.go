@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"cmp"
 	"iter"
 	"slices"
 )
@@ -29,7 +28,7 @@ func (q *Queue) Len() int { return q.n }
 
 // cmpAt compares the job at position i of chunk c with the job j of key k, as Compare.
 func (q *Queue) cmpAt(c, i int, k Key, j *Job) int {
-	if r := cmp.Compare(q.as[c][i], k.A); r != 0 {
+	if r := cmpA(q.as[c][i], k.A); r != 0 {
 		return r
 	}
 	x := q.chunks[c][i]
