@@ -77,6 +77,7 @@ func newReproduceCmd() *cobra.Command {
 // executes them in parallel (each writing its own run directory), and aggregates the run
 // directories into tables and figures.
 func (o *reproduceOpts) run(ctx context.Context, stdout, stderr io.Writer) error {
+	defer batchGC()()
 	exps, err := o.experiments()
 	if err != nil {
 		return err

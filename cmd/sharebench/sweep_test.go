@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 )
@@ -105,5 +106,37 @@ seeds: [1]
 	}
 	if !exists(specPath) || !exists(filepath.Join(dir, "trace.csv")) {
 		t.Error("an input was removed")
+	}
+}
+
+// TestBatchGC: a sweep collects at GOGC=400 under a 2 GiB soft limit unless the user set GOGC or
+// GOMEMLIMIT, and puts the settings back when it ends.
+func TestBatchGC(t *testing.T) {
+	read := func() (int, int64) {
+		gc := debug.SetGCPercent(-1)
+		debug.SetGCPercent(gc)
+		return gc, debug.SetMemoryLimit(-1)
+	}
+	gc0, lim0 := read()
+	for _, c := range []struct {
+		gogc, memlimit string
+		gc             int
+		limit          int64
+	}{
+		{"", "", 400, 2 << 30},
+		{"150", "", gc0, 2 << 30},
+		{"", "1GiB", 400, lim0},
+	} {
+		t.Setenv("GOGC", c.gogc)
+		t.Setenv("GOMEMLIMIT", c.memlimit)
+		restore := batchGC()
+		gc, limit := read()
+		restore()
+		if gc != c.gc || limit != c.limit {
+			t.Errorf("GOGC=%q GOMEMLIMIT=%q: GOGC %d, limit %d; want %d, %d", c.gogc, c.memlimit, gc, limit, c.gc, c.limit)
+		}
+		if gc, limit := read(); gc != gc0 || limit != lim0 {
+			t.Errorf("GOGC=%q GOMEMLIMIT=%q: settings not restored: %d, %d", c.gogc, c.memlimit, gc, limit)
+		}
 	}
 }
