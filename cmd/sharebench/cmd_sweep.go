@@ -158,6 +158,7 @@ func (o *sweepOpts) run(ctx context.Context, specPath string, stdout, stderr io.
 // limit of 2 GiB (unless GOMEMLIMIT is set) makes it collect more often near that. It returns
 // the function that restores the settings.
 func batchGC() (restore func()) {
+	// SetGCPercent reads the setting only by changing it; SetMemoryLimit(-1) just reads.
 	gc, limit := debug.SetGCPercent(-1), debug.SetMemoryLimit(-1)
 	debug.SetGCPercent(gc)
 	if os.Getenv("GOGC") == "" {
