@@ -1,8 +1,10 @@
 package policy
 
 import (
+	"cmp"
 	"iter"
 	"slices"
+	"time"
 )
 
 // Queue holds pending jobs in the order of Compare on (K, Submit, ID). It is a list of sorted
@@ -11,12 +13,21 @@ import (
 // engine owns the queues; policies read them and must not keep positions across calls.
 type Queue struct {
 	chunks [][]*Job
-	// as[c][i] is chunks[c][i].K.A: a search compares it first, without loading the job (a
-	// cache miss each, in a long queue).
-	as     [][]float64
+	// ks[c][i] holds chunks[c][i]'s first key and submit time: a search compares them without
+	// loading the job (a cache miss each, in a long queue), the submit times as long as no
+	// queued job has a second key (nB), which most policies never set.
+	ks [][]qkey
+	// tail[c] is the last of ks[c]: the chunk search reads them from one array.
+	tail   []qkey
 	n      int
+	nB     int      // queued jobs whose K.B is not zero
 	spare  [][]*Job // emptied chunks, reused
-	spareA [][]float64
+	spareK [][]qkey
+}
+
+type qkey struct {
+	a   float64
+	sub time.Duration
 }
 
 // chunkMax bounds a chunk's length: a split copies half of one, a chunk search costs
@@ -27,9 +38,24 @@ const chunkMax = 256
 func (q *Queue) Len() int { return q.n }
 
 // cmpAt compares the job at position i of chunk c with the job j of key k, as Compare.
-func (q *Queue) cmpAt(c, i int, k Key, j *Job) int {
-	if r := cmpA(q.as[c][i], k.A); r != 0 {
+func (q *Queue) cmpAt(c, i int, k Key, j *Job) int { return q.cmpKey(&q.ks[c][i], c, i, k, j) }
+
+// cmpLast compares the last job of chunk c with the job j of key k, as Compare.
+func (q *Queue) cmpLast(c int, k Key, j *Job) int {
+	return q.cmpKey(&q.tail[c], c, len(q.chunks[c])-1, k, j)
+}
+
+// cmpKey compares the job at position i of chunk c, whose cached keys are e, with the job j of
+// key k, as Compare.
+func (q *Queue) cmpKey(e *qkey, c, i int, k Key, j *Job) int {
+	if r := cmpA(e.a, k.A); r != 0 {
 		return r
+	}
+	if q.nB == 0 && k.B == 0 { // equal second keys
+		if e.sub != j.Submit {
+			return cmp.Compare(e.sub, j.Submit)
+		}
+		return cmp.Compare(q.chunks[c][i].ID, j.ID)
 	}
 	x := q.chunks[c][i]
 	return Compare(x.K, x, k, j)
@@ -41,7 +67,7 @@ func (q *Queue) find(j *Job) int {
 	lo, hi := 0, len(q.chunks)-1
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if q.cmpAt(m, len(q.as[m])-1, j.K, j) < 0 {
+		if q.cmpLast(m, j.K, j) < 0 {
 			lo = m + 1
 		} else {
 			hi = m
@@ -52,7 +78,7 @@ func (q *Queue) find(j *Job) int {
 
 // search returns the index of the first job in chunk c that does not come before j.
 func (q *Queue) search(c int, j *Job) int {
-	lo, hi := 0, len(q.as[c])
+	lo, hi := 0, len(q.ks[c])
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
 		if q.cmpAt(c, m, j.K, j) < 0 {
@@ -67,36 +93,46 @@ func (q *Queue) search(c int, j *Job) int {
 // Insert adds j at its place; j.K must be set.
 func (q *Queue) Insert(j *Job) {
 	q.n++
+	if j.K.B != 0 {
+		q.nB++
+	}
+	jk := qkey{j.K.A, j.Submit}
 	if len(q.chunks) == 0 {
-		c, a := q.newChunk()
+		c, k := q.newChunk()
 		q.chunks = append(q.chunks, append(c, j))
-		q.as = append(q.as, append(a, j.K.A))
+		q.ks = append(q.ks, append(k, jk))
+		q.tail = append(q.tail, jk)
 		return
 	}
 	ci := q.find(j)
 	at := q.search(ci, j)
 	c := slices.Insert(q.chunks[ci], at, j)
-	a := slices.Insert(q.as[ci], at, j.K.A)
+	k := slices.Insert(q.ks[ci], at, jk)
 	if len(c) <= chunkMax {
-		q.chunks[ci], q.as[ci] = c, a
+		q.chunks[ci], q.ks[ci] = c, k
+		if at == len(k)-1 {
+			q.tail[ci] = jk
+		}
 		return
 	}
 	half := len(c) / 2
-	right, rightA := q.newChunk()
-	right, rightA = append(right, c[half:]...), append(rightA, a[half:]...)
+	right, rightK := q.newChunk()
+	right, rightK = append(right, c[half:]...), append(rightK, k[half:]...)
 	clear(c[half:])
-	q.chunks[ci], q.as[ci] = c[:half], a[:half]
+	q.chunks[ci], q.ks[ci] = c[:half], k[:half]
 	q.chunks = slices.Insert(q.chunks, ci+1, right)
-	q.as = slices.Insert(q.as, ci+1, rightA)
+	q.ks = slices.Insert(q.ks, ci+1, rightK)
+	q.tail[ci] = k[half-1]
+	q.tail = slices.Insert(q.tail, ci+1, rightK[len(rightK)-1])
 }
 
-func (q *Queue) newChunk() ([]*Job, []float64) {
-	if k := len(q.spare); k > 0 {
-		c, a := q.spare[k-1], q.spareA[k-1]
-		q.spare, q.spareA = q.spare[:k-1], q.spareA[:k-1]
-		return c, a
+func (q *Queue) newChunk() ([]*Job, []qkey) {
+	if n := len(q.spare); n > 0 {
+		c, k := q.spare[n-1], q.spareK[n-1]
+		q.spare, q.spareK = q.spare[:n-1], q.spareK[:n-1]
+		return c, k
 	}
-	return make([]*Job, 0, chunkMax+1), make([]float64, 0, chunkMax+1)
+	return make([]*Job, 0, chunkMax+1), make([]qkey, 0, chunkMax+1)
 }
 
 // Delete removes j (with its key unchanged since Insert) and reports whether it was there.
@@ -111,15 +147,22 @@ func (q *Queue) Delete(j *Job) bool {
 		return false
 	}
 	q.n--
+	if j.K.B != 0 {
+		q.nB--
+	}
 	c = slices.Delete(c, at, at+1)
-	a := slices.Delete(q.as[ci], at, at+1)
+	k := slices.Delete(q.ks[ci], at, at+1)
 	if len(c) > 0 {
-		q.chunks[ci], q.as[ci] = c, a
+		q.chunks[ci], q.ks[ci] = c, k
+		if at == len(k) {
+			q.tail[ci] = k[at-1]
+		}
 		return true
 	}
-	q.spare, q.spareA = append(q.spare, c), append(q.spareA, a)
+	q.spare, q.spareK = append(q.spare, c), append(q.spareK, k)
 	q.chunks = slices.Delete(q.chunks, ci, ci+1)
-	q.as = slices.Delete(q.as, ci, ci+1)
+	q.ks = slices.Delete(q.ks, ci, ci+1)
+	q.tail = slices.Delete(q.tail, ci, ci+1)
 	return true
 }
 
@@ -176,7 +219,7 @@ func (q *Queue) After(k Key, j *Job) Pos {
 	lo, hi := 0, len(q.chunks)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if q.cmpAt(m, len(q.as[m])-1, k, j) <= 0 {
+		if q.cmpLast(m, k, j) <= 0 {
 			lo = m + 1
 		} else {
 			hi = m
@@ -186,7 +229,7 @@ func (q *Queue) After(k Key, j *Job) Pos {
 		return Pos{int32(lo), 0}
 	}
 	c := lo
-	lo, hi = 0, len(q.as[c])
+	lo, hi = 0, len(q.ks[c])
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
 		if q.cmpAt(c, m, k, j) <= 0 {

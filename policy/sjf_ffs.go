@@ -1,7 +1,7 @@
 package policy
 
 import (
-	"fmt"
+	"strconv"
 
 	"github.com/sharebench/sharebench/profile"
 	"github.com/sharebench/sharebench/trace"
@@ -48,7 +48,7 @@ func newSJFFFS(a SJFFFSArgs) *SJFFFS {
 				if p.s.Env.Explain {
 					pl.Reason = "first fit"
 					if len(partners) > 0 {
-						pl.Reason = fmt.Sprintf("first fit, sharing with %v", partners)
+						pl.Reason = sharingWith(partners)
 					}
 				}
 				return pl, true, nil
@@ -77,4 +77,17 @@ func (p *SJFFFS) Schedule(s *State) (Plan, error) {
 	var plan Plan
 	err := p.g.run(s, runRemKey(s.Now), &plan)
 	return plan, err
+}
+
+// sharingWith explains a first fit with partners, formatting the IDs as fmt's %v would ("[1 2]")
+// without its reflection, at every start that shares.
+func sharingWith(partners []trace.JobID) string {
+	b := append(make([]byte, 0, 48), "first fit, sharing with ["...)
+	for i, id := range partners {
+		if i > 0 {
+			b = append(b, ' ')
+		}
+		b = strconv.AppendInt(b, int64(id), 10)
+	}
+	return string(append(b, ']'))
 }

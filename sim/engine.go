@@ -66,29 +66,31 @@ type engine struct {
 	byIDs []int32       // job indices sorted by job ID, for lookups
 	// dense maps ID-minID to a job index (-1: none) when the IDs are compact, as they
 	// usually are, so that lookups skip the binary search.
-	dense        []int32
-	minID        trace.JobID
-	stats        []jobStats
-	ver          []uint32
-	q            queue
-	now          time.Duration
-	next         int // next arrival
-	done         int
-	pend         policy.Queue   // pending jobs, in policy order
-	fam          []policy.Queue // pending jobs by family, in policy order
-	run          []*policy.Job
-	state        policy.State
-	tick         time.Duration // scheduled tick, or -1
-	wake         time.Duration // latest requested wake, or 0
-	util         utilAcc
-	notes        []string
-	shared       int           // jobs that ran co-located at some point
-	subShared    int           // jobs that shared at a smaller sub-batch because their largest did not fit
-	finished     []trace.JobID // since the last policy call
-	rerated      []*policy.Job // running jobs re-rated since the last policy call, once each
-	listed       []bool        // by job index: in rerated
-	nSched       int
-	restartTotal time.Duration // restart time charged
+	dense     []int32
+	minID     trace.JobID
+	stats     []jobStats
+	ver       []uint32
+	q         queue
+	now       time.Duration
+	next      int // next arrival
+	done      int
+	pend      policy.Queue   // pending jobs, in policy order
+	fam       []policy.Queue // pending jobs by family, in policy order
+	run       []*policy.Job
+	state     policy.State
+	tick      time.Duration // scheduled tick, or -1
+	wake      time.Duration // latest requested wake, or 0
+	util      utilAcc
+	notes     []string
+	shared    int           // jobs that ran co-located at some point
+	subShared int           // jobs that shared at a smaller sub-batch because their largest did not fit
+	finished  []trace.JobID // since the last policy call
+	rerated   []*policy.Job // running jobs re-rated since the last policy call, once each
+	listed    []bool        // by job index: in rerated
+	// Scratch lists of jobs whose rates change (touch, rerate), reused from event to event.
+	touched, partnered, again []*policy.Job
+	nSched                    int
+	restartTotal              time.Duration // restart time charged
 	// everyEvent calls the policy at every arrival and completion, even with no job waiting.
 	everyEvent bool
 	cancel     <-chan struct{} // the run's ctx.Done()

@@ -137,7 +137,8 @@ func (e *engine) touch(i int32, buf []*policy.Job) []*policy.Job {
 // finish completes running job i.
 func (e *engine) finish(i int32) {
 	j := e.jobs[i]
-	ps := e.touch(i, nil)
+	ps := e.touch(i, e.touched[:0])
+	e.touched = ps
 	if rem := j.P.Rem; rem > 1e-6*math.Max(1, float64(j.Iters)) {
 		panic(fmt.Sprintf("sim: job %d finished with %g iterations left", j.ID, rem))
 	}
@@ -156,10 +157,11 @@ func (e *engine) finish(i int32) {
 	}
 	e.done++
 	e.emit(Event{T: e.now, Kind: Finish, Job: j.ID, JCT: jct})
-	var buf []*policy.Job
+	buf := e.partnered[:0]
 	for _, q := range ps {
 		buf = e.rerate(q.Idx, buf)
 	}
+	e.partnered = buf
 }
 
 func (e *engine) stopRunning(j *policy.Job) {
@@ -221,14 +223,16 @@ func (e *engine) apply(plan policy.Plan) error {
 	for _, n := range plan.Notes {
 		e.emit(Event{T: e.now, Kind: Kind(n.Event), Job: n.Job, Reason: n.Reason})
 	}
-	var buf []*policy.Job
+	buf := e.partnered[:0]
+	defer func() { e.partnered = buf }()
 	for _, id := range plan.Stop {
 		jj := e.lookup(id)
 		if jj == nil || !jj.Running {
 			return fmt.Errorf("sim: policy %s: job %d: stop of a job that is not running", name, id)
 		}
 		j, i := jj, jj.Idx
-		ps := e.touch(i, nil)
+		ps := e.touch(i, e.touched[:0])
+		e.touched = ps
 		if err := e.cl.Release(id); err != nil {
 			return fmt.Errorf("sim: policy %s: job %d: %w", name, id, err)
 		}
@@ -291,7 +295,8 @@ func (e *engine) apply(plan policy.Plan) error {
 		e.dequeue(j)
 		e.startRunning(i, pl)
 		buf = e.rerate(i, buf)
-		for _, q := range slices.Clone(buf) {
+		e.again = append(e.again[:0], buf...)
+		for _, q := range e.again {
 			buf = e.rerate(q.Idx, buf)
 		}
 	}
@@ -340,7 +345,8 @@ func (e *engine) startRunning(i int32, pl policy.Placement) {
 // running job loses min(Δ, its overhead) of the progress it made since the previous event, at
 // its current speed, and its completion is predicted again.
 func (e *engine) eventLosses() {
-	var buf []*policy.Job
+	buf := e.partnered[:0]
+	defer func() { e.partnered = buf }()
 	for _, j := range e.run {
 		i := j.Idx
 		e.settle(i)
