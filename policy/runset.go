@@ -20,6 +20,7 @@ type runSet struct {
 	items []ranked
 	where []int32 // by Job.Idx: index in items, -1 if absent (fixed: 0 if present)
 	front []fentry
+	pool  []ranked // the frontier entries' jobs and keys, by fentry.slot (one call's)
 	fixedSet
 }
 
@@ -149,14 +150,21 @@ func (r *runSet) clear() {
 //
 // A frontier entry is either an item still to be expanded (its key a bound) or one whose key is
 // exact and whose children are in the frontier; every job not taken out is in the frontier or
-// below an unexpanded entry, so an exact entry on top is the lowest job left.
+// below an unexpanded entry, so an exact entry on top is the lowest job left. The heap moves
+// small entries that hold the first key, which decides most comparisons; the rest of the
+// entry stays in the pool.
 type fentry struct {
-	ranked
+	a     float64 // pool[slot].k.A
+	slot  int32
 	i     int32 // index in items, -1 for a job put back
 	exact bool
 }
 
-func front(x ranked, i int32, exact bool) fentry { return fentry{ranked: x, i: i, exact: exact} }
+// fnew makes a frontier entry for x.
+func (r *runSet) fnew(x ranked, i int32, exact bool) fentry {
+	r.pool = append(r.pool, x)
+	return fentry{a: x.k.A, slot: int32(len(r.pool) - 1), i: i, exact: exact}
+}
 
 // start begins a call's walk at time now: it refreshes the top's bound until it is exact (which
 // keeps later calls' bounds tight) and seeds the frontier with it.
@@ -165,7 +173,7 @@ func (r *runSet) start(now time.Duration, key func(*Job) Key) {
 		r.fixedStart()
 		return
 	}
-	r.front = r.front[:0]
+	r.front, r.pool = r.front[:0], r.pool[:0]
 	for len(r.items) > 0 {
 		top := &r.items[0]
 		if top.at == now {
@@ -180,7 +188,7 @@ func (r *runSet) start(now time.Duration, key func(*Job) Key) {
 		r.down(0)
 	}
 	if len(r.items) > 0 {
-		r.fpush(front(r.items[0], 0, r.items[0].at == now))
+		r.fpush(r.fnew(r.items[0], 0, r.items[0].at == now))
 		r.expand(0)
 	}
 }
@@ -188,7 +196,7 @@ func (r *runSet) start(now time.Duration, key func(*Job) Key) {
 // expand pushes the children of the frontier entry that was items[i].
 func (r *runSet) expand(i int32) {
 	for c := 2*i + 1; c <= 2*i+2 && int(c) < len(r.items); c++ {
-		r.fpush(front(r.items[c], c, false))
+		r.fpush(r.fnew(r.items[c], c, false))
 	}
 }
 
@@ -199,22 +207,23 @@ func (r *runSet) lowest(now time.Duration, key func(*Job) Key) (ranked, bool) {
 	}
 	for len(r.front) > 0 {
 		top := &r.front[0]
+		x := &r.pool[top.slot]
 		if !top.exact {
 			// Its exact key is at most its bound: it stays on top if they are equal, else it
 			// sinks; its children, bounded by it, join the frontier either way.
-			k := key(top.j)
+			k := key(x.j)
 			top.exact = true
 			i := top.i
-			if k != top.k {
-				top.k = k
+			if k != x.k {
+				x.k, top.a = k, k.A
 				r.fdown(0)
 			}
 			r.expand(i)
 			continue
 		}
-		x := top.ranked
-		x.at = now
-		return x, true
+		y := *x
+		y.at = now
+		return y, true
 	}
 	return ranked{}, false
 }
@@ -234,12 +243,20 @@ func (r *runSet) putBack(x ranked) {
 		r.fixedPutBack(x)
 		return
 	}
-	r.fpush(front(x, -1, true))
+	r.fpush(r.fnew(x, -1, true))
 }
 
 // fbefore orders frontier entries as less orders items: a total order (IDs are unique), so any
 // heap of them pops in one order.
-func fbefore(x, y *fentry) bool { return lower(&x.ranked, &y.ranked) }
+func (r *runSet) fbefore(x, y *fentry) bool {
+	switch {
+	case x.a > y.a:
+		return true
+	case x.a < y.a:
+		return false
+	}
+	return lower(&r.pool[x.slot], &r.pool[y.slot]) // equal first keys, or NaN
+}
 
 // fpush and fdown move a hole instead of swapping entries, which writes each entry once.
 func (r *runSet) fpush(e fentry) {
@@ -248,7 +265,7 @@ func (r *runSet) fpush(e fentry) {
 	i := len(f) - 1
 	for i > 0 {
 		p := (i - 1) / 2
-		if !fbefore(&e, &f[p]) {
+		if !r.fbefore(&e, &f[p]) {
 			break
 		}
 		f[i] = f[p]
@@ -276,10 +293,10 @@ func (r *runSet) fdown(i int) {
 		if m >= n {
 			break
 		}
-		if c := m + 1; c < n && fbefore(&f[c], &f[m]) {
+		if c := m + 1; c < n && r.fbefore(&f[c], &f[m]) {
 			m = c
 		}
-		if !fbefore(&f[m], &e) {
+		if !r.fbefore(&f[m], &e) {
 			break
 		}
 		f[i] = f[m]
