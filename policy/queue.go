@@ -13,20 +13,18 @@ import (
 // engine owns the queues; policies read them and must not keep positions across calls.
 type Queue struct {
 	chunks [][]*Job
-	// ks[c][i] holds chunks[c][i]'s first key and submit time: a search compares them without
-	// loading the job (a cache miss each, in a long queue), the submit times as long as no
-	// queued job has a second key (nB), which most policies never set.
+	// ks[c][i] holds chunks[c][i]'s keys and submit time: a search compares them without
+	// loading the job (a cache miss each, in a long queue) unless they all tie.
 	ks [][]qkey
 	// tail[c] is the last of ks[c]: the chunk search reads them from one array.
 	tail   []qkey
 	n      int
-	nB     int      // queued jobs whose K.B is not zero
 	spare  [][]*Job // emptied chunks, reused
 	spareK [][]qkey
 }
 
 type qkey struct {
-	a   float64
+	k   Key
 	sub time.Duration
 }
 
@@ -48,17 +46,16 @@ func (q *Queue) cmpLast(c int, k Key, j *Job) int {
 // cmpKey compares the job at position i of chunk c, whose cached keys are e, with the job j of
 // key k, as Compare.
 func (q *Queue) cmpKey(e *qkey, c, i int, k Key, j *Job) int {
-	if r := cmpA(e.a, k.A); r != 0 {
+	if r := cmpA(e.k.A, k.A); r != 0 {
 		return r
 	}
-	if q.nB == 0 && k.B == 0 { // equal second keys
-		if e.sub != j.Submit {
-			return cmp.Compare(e.sub, j.Submit)
-		}
-		return cmp.Compare(q.chunks[c][i].ID, j.ID)
+	switch {
+	case e.k.B != k.B:
+		return cmp.Compare(e.k.B, k.B)
+	case e.sub != j.Submit:
+		return cmp.Compare(e.sub, j.Submit)
 	}
-	x := q.chunks[c][i]
-	return Compare(x.K, x, k, j)
+	return cmp.Compare(q.chunks[c][i].ID, j.ID)
 }
 
 // find returns the index of the chunk that holds, or would hold, j: the first chunk whose last
@@ -93,10 +90,7 @@ func (q *Queue) search(c int, j *Job) int {
 // Insert adds j at its place; j.K must be set.
 func (q *Queue) Insert(j *Job) {
 	q.n++
-	if j.K.B != 0 {
-		q.nB++
-	}
-	jk := qkey{j.K.A, j.Submit}
+	jk := qkey{j.K, j.Submit}
 	if len(q.chunks) == 0 {
 		c, k := q.newChunk()
 		q.chunks = append(q.chunks, append(c, j))
@@ -147,9 +141,6 @@ func (q *Queue) Delete(j *Job) bool {
 		return false
 	}
 	q.n--
-	if j.K.B != 0 {
-		q.nB--
-	}
 	c = slices.Delete(c, at, at+1)
 	k := slices.Delete(q.ks[ci], at, at+1)
 	if len(c) > 0 {

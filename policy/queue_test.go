@@ -15,8 +15,7 @@ func order(a, b *Job) int { return Compare(a.K, a, b.K, b) }
 
 // TestQueue checks the chunked queue against a sorted slice under random inserts and deletes,
 // with few distinct keys so that ties fall back to submit times and IDs: with second keys on
-// every job, on none (the searches compare cached submit times), and on a few, so that the
-// queue goes in and out of holding any.
+// every job, on none, and on a few.
 func TestQueue(t *testing.T) {
 	for _, withB := range []int{1, 0, 40} {
 		t.Run(fmt.Sprintf("second-key-one-in=%d", withB), func(t *testing.T) { testQueue(t, withB) })
@@ -32,7 +31,6 @@ func testQueue(t *testing.T, withB int) {
 		}
 		return int64(1 + rng.IntN(2))
 	}
-	inRef, withSome := 0, 0 // queued jobs with a second key; steps at which there were some
 	var q Queue
 	var ref []*Job
 	var all []*Job
@@ -40,9 +38,6 @@ func testQueue(t *testing.T, withB int) {
 		if len(ref) == 0 || rng.IntN(5) < 3 {
 			j := &Job{Job: trace.Job{ID: trace.JobID(len(all)), Submit: time.Duration(rng.IntN(50))}, K: Key{A: float64(rng.IntN(4)), B: secondKey()}}
 			all = append(all, j)
-			if j.K.B != 0 {
-				inRef++
-			}
 			q.Insert(j)
 			at, _ := slices.BinarySearchFunc(ref, j, order)
 			ref = slices.Insert(ref, at, j)
@@ -54,16 +49,10 @@ func testQueue(t *testing.T, withB int) {
 			if q.Delete(ref[k]) {
 				t.Fatalf("step %d: job %d deleted twice", step, ref[k].ID)
 			}
-			if ref[k].K.B != 0 {
-				inRef--
-			}
 			ref = slices.Delete(ref, k, k+1)
 		}
 		if q.Len() != len(ref) {
 			t.Fatalf("step %d: Len %d, want %d", step, q.Len(), len(ref))
-		}
-		if inRef > 0 {
-			withSome++
 		}
 		if step%997 != 0 {
 			continue
@@ -100,10 +89,5 @@ func testQueue(t *testing.T, withB int) {
 				t.Fatalf("step %d: After(job %d) is not the first later job", step, x.ID)
 			}
 		}
-	}
-	// Each case must take the path it is meant to.
-	if steps := 20000; withB == 0 && withSome != 0 || withB == 1 && withSome < steps*9/10 ||
-		withB > 1 && (withSome == 0 || withSome == steps) {
-		t.Fatalf("second keys queued at %d of %d steps", withSome, steps)
 	}
 }
