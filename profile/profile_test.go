@@ -77,7 +77,7 @@ func TestLoadAndLookups(t *testing.T) {
 		gpus  int
 		want  float64
 		known bool
-	}{{"a2c", 1, 38, true}, {"a2c", 8, 46, true}, {"a2c", 12, 46, true}, {"vgg19", 64, 10, true}, {"resnet18", 3, 5, true}, {"resnet50", 1, 10, false}} {
+	}{{"a2c", 1, 38, true}, {"a2c", 8, 46, true}, {"a2c", 12, 46, true}, {"vgg19", 64, 10, true}, {"resnet18", 3, 5, true}, {"dqn", 0, 5, true}, {"resnet50", 1, 10, false}} {
 		if d, known := LineageRestart(tc.model, tc.gpus); d.Seconds() != tc.want || known != tc.known {
 			t.Errorf("LineageRestart(%s, %d) = %v, %v, want %v s, %v", tc.model, tc.gpus, d, known, tc.want, tc.known)
 		}

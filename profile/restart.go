@@ -1,23 +1,24 @@
 package profile
 
-import (
-	"slices"
-	"time"
-)
+import "time"
 
 // lineageRestartS is the per-model, per-GPU-count (re)start overhead in seconds of the Muri
 // simulator (Rivendile/Muri, simulator/run_sim.py overhead_dict, Apache-2.0), measured by Muri's
-// authors for the eight models their and the SJF-BSBF authors' traces use. Keys are GPU counts.
-var lineageRestartS = map[string]map[int]float64{
-	"vgg16":              {1: 7, 2: 7, 4: 8, 8: 9, 16: 9, 32: 10},
-	"vgg19":              {1: 7, 2: 7, 4: 8, 8: 9, 16: 10, 32: 10},
-	"resnet18":           {1: 4, 2: 5, 4: 5, 8: 7, 16: 7, 32: 7},
-	"shufflenet_v2_x1_0": {1: 4, 2: 4, 4: 5, 8: 5, 16: 7, 32: 8},
-	"bert":               {1: 10, 2: 10, 4: 10, 8: 10, 16: 10, 32: 10},
-	"gpt2":               {1: 10, 2: 10, 4: 10, 8: 10, 16: 10, 32: 10},
-	"a2c":                {1: 38, 2: 39, 4: 39, 8: 46, 16: 46, 32: 46},
-	"dqn":                {1: 5, 2: 5, 4: 6, 8: 6, 16: 8, 32: 8},
+// authors for the eight models their and the SJF-BSBF authors' traces use, on the GPU counts of
+// lineageCounts.
+var lineageRestartS = map[string][len(lineageCounts)]float64{
+	"vgg16":              {7, 7, 8, 9, 9, 10},
+	"vgg19":              {7, 7, 8, 9, 10, 10},
+	"resnet18":           {4, 5, 5, 7, 7, 7},
+	"shufflenet_v2_x1_0": {4, 4, 5, 5, 7, 8},
+	"bert":               {10, 10, 10, 10, 10, 10},
+	"gpt2":               {10, 10, 10, 10, 10, 10},
+	"a2c":                {38, 39, 39, 46, 46, 46},
+	"dqn":                {5, 5, 6, 6, 8, 8},
 }
+
+// lineageCounts are the GPU counts of lineageRestartS, ascending.
+var lineageCounts = [...]int{1, 2, 4, 8, 16, 32}
 
 // LineageDefaultRestartS is the lineage's overhead for a model outside its table.
 const LineageDefaultRestartS = 10
@@ -30,15 +31,10 @@ func LineageRestart(model string, gpus int) (d time.Duration, known bool) {
 	if !ok {
 		return Seconds(LineageDefaultRestartS), false
 	}
-	counts := make([]int, 0, len(byGPUs))
-	for g := range byGPUs {
-		counts = append(counts, g)
-	}
-	slices.Sort(counts)
-	v := byGPUs[counts[0]]
-	for _, g := range counts {
+	v := byGPUs[0] // below the smallest count, the smallest's
+	for k, g := range lineageCounts {
 		if g <= gpus {
-			v = byGPUs[g]
+			v = byGPUs[k]
 		}
 	}
 	return Seconds(v), true

@@ -77,6 +77,7 @@ type engine struct {
 	pend      policy.Queue   // pending jobs, in policy order
 	fam       []policy.Queue // pending jobs by family, in policy order
 	run       []*policy.Job
+	runIDs    []trace.JobID // run's IDs: searched without loading the jobs
 	state     policy.State
 	tick      time.Duration // scheduled tick, or -1
 	wake      time.Duration // latest requested wake, or 0

@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -168,11 +167,12 @@ func (e *engine) stopRunning(j *policy.Job) {
 	j.Running = false
 	e.q.retire(j.Idx)
 	j.Since, j.LastRun = e.now, e.now
-	k, found := slices.BinarySearchFunc(e.run, j.ID, func(a *policy.Job, id trace.JobID) int { return cmp.Compare(a.ID, id) })
+	k, found := slices.BinarySearch(e.runIDs, j.ID)
 	if !found {
 		panic(fmt.Sprintf("sim: job %d not in the running list", j.ID))
 	}
 	e.run = slices.Delete(e.run, k, k+1)
+	e.runIDs = slices.Delete(e.runIDs, k, k+1)
 	e.stats[j.Idx].sharedNow = false
 }
 
@@ -330,8 +330,9 @@ func (e *engine) startRunning(i int32, pl policy.Placement) {
 		j.Started = true
 		e.stats[i].start = e.now
 	}
-	k, _ := slices.BinarySearchFunc(e.run, j.ID, func(a *policy.Job, id trace.JobID) int { return cmp.Compare(a.ID, id) })
+	k, _ := slices.BinarySearch(e.runIDs, j.ID)
 	e.run = slices.Insert(e.run, k, j)
+	e.runIDs = slices.Insert(e.runIDs, k, j.ID)
 	if e.obs != nil {
 		ids := make([]string, len(j.On))
 		for k, g := range j.On {
