@@ -506,10 +506,48 @@ func (c *Cluster) Rollback(mark int) {
 	c.marks = c.marks[:len(c.marks)-1]
 }
 
+// Depth returns the number of open marks.
+func (c *Cluster) Depth() int { return len(c.marks) }
+
+// PlacedAs reports whether job j is placed on exactly gpus (in any order) with mem bytes per
+// GPU and the tag.
+func (c *Cluster) PlacedAs(j trace.JobID, gpus []int, mem int64, tag int32) bool {
+	a := c.alloc(j)
+	if a == nil || a.mem != mem || a.tag != tag || len(a.gpus) != len(gpus) {
+		return false
+	}
+	for i, g := range gpus {
+		if _, found := slices.BinarySearch(a.gpus, g); !found || slices.Contains(gpus[:i], g) {
+			return false
+		}
+	}
+	return true
+}
+
+// EachChange calls fn for each change recorded since mark, oldest first, with its job and
+// whether the job's placement now is what it was just before that change (for the first change
+// of a job, what it was at the mark). A release undone by placing the job back where it was is
+// not recorded (see PlaceTagged).
+func (c *Cluster) EachChange(mark int, fn func(j trace.JobID, unchanged bool)) {
+	for _, ch := range c.undo[mark:] {
+		now := c.alloc(ch.job)
+		if ch.place { // not placed before
+			fn(ch.job, now == nil)
+			continue
+		}
+		fn(ch.job, now != nil && now.mem == ch.a.mem && now.tag == ch.a.tag && slices.Equal(now.gpus, ch.a.gpus))
+	}
+}
+
 // Commit keeps the changes made since the checkpoint and ends that mark.
 func (c *Cluster) Commit(mark int) {
 	c.marks = c.marks[:len(c.marks)-1]
 	if len(c.marks) == 0 {
+		for _, ch := range c.undo {
+			if !ch.place {
+				c.spare = append(c.spare, ch.a) // released for good: nothing refers to it
+			}
+		}
 		c.undo = c.undo[:0]
 	}
 }

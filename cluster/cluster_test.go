@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -302,6 +303,68 @@ func TestRollbackPlacedBack(t *testing.T) {
 		}
 		if got := c.Sole()[:len(sole)]; !slices.Equal(got, sole) || c.Idle() != idle {
 			t.Fatalf("step %d: after rollback sole %v idle %d, want %v %d", step, got, c.Idle(), sole, idle)
+		}
+	}
+}
+
+// TestEachChange checks what EachChange reports against placements compared before and after
+// random changes under a mark: a job's first reported change is unchanged exactly when the job
+// sits as it did at the mark. It also checks PlacedAs and Depth.
+func TestEachChange(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(7, 8))
+	c := New(shape(2, 4))
+	where := func(j trace.JobID) string {
+		gpus, mem, ok := c.Placed(j)
+		if !ok {
+			return "-"
+		}
+		return fmt.Sprint(gpus, mem)
+	}
+	for step := range 500 {
+		before := map[trace.JobID]string{}
+		for j := range trace.JobID(10) {
+			before[j] = where(j)
+		}
+		mark := c.Mark()
+		if c.Depth() != 1 {
+			t.Fatalf("step %d: depth %d under one mark", step, c.Depth())
+		}
+		for range 1 + rng.IntN(6) {
+			j := trace.JobID(rng.IntN(10))
+			if _, _, ok := c.Placed(j); ok {
+				c.Release(j)
+			} else {
+				c.PlaceTagged(j, []int{rng.IntN(8)}, GiB*int64(1+rng.IntN(2)), 0)
+			}
+		}
+		seen := map[trace.JobID]bool{}
+		c.EachChange(mark, func(j trace.JobID, unchanged bool) {
+			if seen[j] {
+				return
+			}
+			seen[j] = true
+			if same := where(j) == before[j]; unchanged != same {
+				t.Fatalf("step %d: job %d reported unchanged=%v, placed %s, at the mark %s", step, j, unchanged, where(j), before[j])
+			}
+		})
+		for j := range trace.JobID(10) {
+			if !seen[j] && where(j) != before[j] {
+				t.Fatalf("step %d: job %d moved without a reported change", step, j)
+			}
+			if gpus, mem, ok := c.Placed(j); ok {
+				if !c.PlacedAs(j, gpus, mem, 0) || c.PlacedAs(j, gpus, mem+1, 0) || c.PlacedAs(j, gpus, mem, 1) ||
+					c.PlacedAs(j, append(slices.Clone(gpus), gpus[0]), mem, 0) {
+					t.Fatalf("step %d: PlacedAs of job %d on %v", step, j, gpus)
+				}
+			} else if c.PlacedAs(j, []int{0}, GiB, 0) {
+				t.Fatalf("step %d: PlacedAs of job %d, which is not placed", step, j)
+			}
+		}
+		if rng.IntN(2) == 0 {
+			c.Commit(mark)
+		} else {
+			c.Rollback(mark)
 		}
 	}
 }

@@ -38,6 +38,9 @@ type Config struct {
 	ModelMap *profile.ModelMap
 	// TraceName labels errors and outputs.
 	TraceName string
+	// redo (tests) makes apply redo every plan on the cluster as it was before the policy's
+	// call, never keeping the policy's own changes (see reflects).
+	redo bool
 }
 
 // Run simulates jobs under p on the cluster cfg.Shape using prof (nil: the trace's iteration
@@ -88,6 +91,10 @@ type engine struct {
 	finished  []trace.JobID // since the last policy call
 	rerated   []*policy.Job // running jobs re-rated since the last policy call, once each
 	listed    []bool        // by job index: in rerated
+	// seen[i] == stamp marks job i as checked in the current reflects.
+	seen  []uint32
+	stamp uint32
+	kept  int // calls whose changes the cluster kept as the plan
 	// Scratch lists of jobs whose rates change (touch, rerate), reused from event to event.
 	touched, partnered, again []*policy.Job
 	nSched                    int
@@ -151,6 +158,7 @@ func newEngine(cfg Config, jobs []trace.Job, p policy.Policy, prof *profile.Tabl
 	e.stats = make([]jobStats, len(sorted))
 	e.ver = make([]uint32, len(sorted))
 	e.listed = make([]bool, len(sorted))
+	e.seen = make([]uint32, len(sorted))
 	e.q.grow(len(sorted))
 	for i, t := range sorted {
 		if t.GPUs > cfg.Shape.GPUs() || t.GPUs <= 0 || t.Iters <= 0 || t.Submit < 0 {

@@ -78,7 +78,9 @@ func (e *engine) partners(j *policy.Job, buf []*policy.Job) []*policy.Job {
 		for _, id := range e.cl.Jobs(g) {
 			if id != j.ID {
 				q := e.lookup(id)
-				if !slices.Contains(buf, q) {
+				// Jobs not running yet are the plan's later starts on a cluster that holds
+				// the plan already (reflects): not partners yet.
+				if q.Running && !slices.Contains(buf, q) {
 					buf = append(buf, q)
 				}
 			}
@@ -189,9 +191,17 @@ func (e *engine) schedule() error {
 		st.Finished = e.finished
 		st.Rerated = e.rerated
 		st.Resync = e.live
-		mark := e.cl.Mark()
+		mark, shared := e.cl.Mark(), e.cl.Shared()
 		plan, err := e.pol.Schedule(st)
-		e.cl.Rollback(mark)
+		// The policy placed and released jobs tentatively; when that is exactly the plan, the
+		// cluster keeps it and apply does not redo it (see reflects).
+		placed := err == nil && e.reflects(mark, shared, plan)
+		if placed {
+			e.cl.Commit(mark)
+			e.kept++
+		} else {
+			e.cl.Rollback(mark)
+		}
 		e.finished = e.finished[:0]
 		for _, j := range e.rerated {
 			e.listed[j.Idx] = false
@@ -210,15 +220,67 @@ func (e *engine) schedule() error {
 		if again {
 			plan.Wake = 0
 		}
-		if err := e.apply(plan); err != nil {
+		if err := e.apply(plan, placed); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// apply validates and carries out a plan: stops first, then starts.
-func (e *engine) apply(plan policy.Plan) error {
+// reflects reports whether the cluster's changes since mark are exactly the plan's: its stops
+// released (and placed again only if the plan starts them again), its starts placed as they
+// say, and any other job placed as it was. Apply's stops and starts in order would reach the
+// same cluster through valid steps (stops only free room; each start takes a part of what the
+// final cluster holds), so apply need only do the rest, reading the cluster as it was at each
+// step: before a start, its GPUs held the running jobs among those there now (place). A stop's
+// partners are not read back so; a plan with stops is kept only where no GPU was shared at the
+// mark (shared) or is now, so that no stopped job had any.
+func (e *engine) reflects(mark, shared int, plan policy.Plan) bool {
+	if e.cfg.redo || e.cl.Depth() != 1 || len(plan.Stop) > 0 && (shared > 0 || e.cl.Shared() > 0) {
+		return false
+	}
+	if e.stamp++; e.stamp == 0 {
+		clear(e.seen)
+		e.stamp = 1
+	}
+	for _, pl := range plan.Start {
+		j := e.lookup(pl.Job)
+		if j == nil || pl.Opt < 0 || pl.Opt >= len(j.Options) {
+			return false
+		}
+		if o := j.Options[pl.Opt]; !e.cl.PlacedAs(pl.Job, pl.GPUs, o.Mem, o.Tag) {
+			return false
+		}
+		e.seen[j.Idx] = e.stamp
+	}
+	for _, id := range plan.Stop {
+		j := e.lookup(id)
+		if j == nil {
+			return false
+		}
+		if e.seen[j.Idx] != e.stamp { // not started again
+			if _, _, on := e.cl.Placed(id); on {
+				return false
+			}
+			e.seen[j.Idx] = e.stamp
+		}
+	}
+	ok := true
+	e.cl.EachChange(mark, func(id trace.JobID, unchanged bool) {
+		switch j := e.lookup(id); {
+		case j == nil:
+			ok = false
+		case e.seen[j.Idx] != e.stamp: // the first change of a job outside the plan
+			e.seen[j.Idx] = e.stamp
+			ok = ok && unchanged
+		}
+	})
+	return ok
+}
+
+// apply validates and carries out a plan: stops first, then starts. With placed, the cluster
+// already holds the plan (reflects).
+func (e *engine) apply(plan policy.Plan, placed bool) error {
 	name := e.pol.Name()
 	for _, n := range plan.Notes {
 		e.emit(Event{T: e.now, Kind: Kind(n.Event), Job: n.Job, Reason: n.Reason})
@@ -231,10 +293,15 @@ func (e *engine) apply(plan policy.Plan) error {
 			return fmt.Errorf("sim: policy %s: job %d: stop of a job that is not running", name, id)
 		}
 		j, i := jj, jj.Idx
-		ps := e.touch(i, e.touched[:0])
-		e.touched = ps
-		if err := e.cl.Release(id); err != nil {
-			return fmt.Errorf("sim: policy %s: job %d: %w", name, id, err)
+		var ps []*policy.Job // partners: none when placed (no GPU was shared)
+		if placed {
+			e.settle(i)
+		} else {
+			ps = e.touch(i, e.touched[:0])
+			e.touched = ps
+			if err := e.cl.Release(id); err != nil {
+				return fmt.Errorf("sim: policy %s: job %d: %w", name, id, err)
+			}
 		}
 		e.stopRunning(j)
 		j.Preempts++
@@ -266,31 +333,8 @@ func (e *engine) apply(plan policy.Plan) error {
 		if len(pl.GPUs) != j.GPUs {
 			return fmt.Errorf("sim: policy %s: job %d: placed on %d GPUs, needs %d", name, pl.Job, len(pl.GPUs), j.GPUs)
 		}
-		if err := e.cl.CanPlace(j.ID, pl.GPUs, j.Options[pl.Opt].Mem); err != nil {
-			return fmt.Errorf("sim: policy %s: illegal plan: %w", name, err)
-		}
-		for _, g := range pl.GPUs {
-			for _, id := range e.cl.Jobs(g) {
-				q := e.lookup(id)
-				_, ok1 := e.env.Xi(j, pl.Opt, q, q.Opt)
-				_, ok2 := e.env.Xi(q, q.Opt, j, pl.Opt)
-				if !ok1 || !ok2 {
-					return fmt.Errorf("sim: policy %s: job %d: illegal plan: shares GPU %s with job %d, a pair the profile lacks", name, pl.Job, e.cl.ID(g), id)
-				}
-			}
-		}
-		if pl.Opt > 0 && !e.stats[i].subShared && e.needsSmallerSub(j, pl.GPUs) {
-			e.stats[i].subShared = true
-			e.subShared++
-		}
-		// Settle the future partners before their rates change.
-		for _, g := range pl.GPUs {
-			for _, id := range e.cl.Jobs(g) {
-				e.settle(e.lookup(id).Idx)
-			}
-		}
-		if err := e.cl.PlaceTagged(j.ID, pl.GPUs, j.Options[pl.Opt].Mem, j.Options[pl.Opt].Tag); err != nil {
-			return fmt.Errorf("sim: policy %s: illegal plan: %w", name, err)
+		if err := e.place(j, pl, placed); err != nil {
+			return fmt.Errorf("sim: policy %s: %w", name, err)
 		}
 		e.dequeue(j)
 		e.startRunning(i, pl)
@@ -308,6 +352,49 @@ func (e *engine) apply(plan policy.Plan) error {
 		e.q.push(event{t: plan.Wake, kind: evWake})
 	case plan.Wake <= e.now:
 		e.wake = 0
+	}
+	return nil
+}
+
+// place validates the placement of start pl on the cluster and carries it out, after settling
+// the jobs that will share with it. With placed, the cluster holds it already, and the plan's
+// later starts too: the jobs not running yet, which it sets aside.
+func (e *engine) place(j *policy.Job, pl policy.Placement, placed bool) error {
+	if !placed {
+		if err := e.cl.CanPlace(j.ID, pl.GPUs, j.Options[pl.Opt].Mem); err != nil {
+			return fmt.Errorf("illegal plan: %w", err)
+		}
+	}
+	for _, g := range pl.GPUs {
+		for _, id := range e.cl.Jobs(g) {
+			q := e.lookup(id)
+			if !q.Running {
+				continue
+			}
+			_, ok1 := e.env.Xi(j, pl.Opt, q, q.Opt)
+			_, ok2 := e.env.Xi(q, q.Opt, j, pl.Opt)
+			if !ok1 || !ok2 {
+				return fmt.Errorf("job %d: illegal plan: shares GPU %s with job %d, a pair the profile lacks", pl.Job, e.cl.ID(g), id)
+			}
+		}
+	}
+	if pl.Opt > 0 && !e.stats[j.Idx].subShared && e.needsSmallerSub(j, pl.GPUs) {
+		e.stats[j.Idx].subShared = true
+		e.subShared++
+	}
+	// Settle the future partners before their rates change.
+	for _, g := range pl.GPUs {
+		for _, id := range e.cl.Jobs(g) {
+			if q := e.lookup(id); q.Running {
+				e.settle(q.Idx)
+			}
+		}
+	}
+	if placed {
+		return nil
+	}
+	if err := e.cl.PlaceTagged(j.ID, pl.GPUs, j.Options[pl.Opt].Mem, j.Options[pl.Opt].Tag); err != nil {
+		return fmt.Errorf("illegal plan: %w", err)
 	}
 	return nil
 }
@@ -364,7 +451,18 @@ func (e *engine) eventLosses() {
 // already on one of gpus: it shares there only thanks to a smaller sub-batch.
 func (e *engine) needsSmallerSub(j *policy.Job, gpus []int) bool {
 	for _, g := range gpus {
-		if e.cl.Count(g) > 0 && e.cl.FreeMem(g) < j.Options[0].Mem {
+		// Only running jobs were there before j: a cluster that holds the plan already
+		// (reflects) holds j and the plan's later starts too.
+		n, free := 0, e.cl.FreeMem(g)
+		for _, id := range e.cl.Jobs(g) {
+			if e.lookup(id).Running {
+				n++
+			} else {
+				_, mem, _ := e.cl.Placed(id)
+				free += mem
+			}
+		}
+		if n > 0 && free < j.Options[0].Mem {
 			return true
 		}
 	}

@@ -197,6 +197,51 @@ func TestRandomInvariants(t *testing.T) {
 	}
 }
 
+// TestKeptPlansAsRedone checks that keeping a policy's own placements and releases as its plan
+// (reflects) changes nothing: on random cases, every policy above gives the same decision log
+// and results when apply redoes every plan on the cluster as it was before the call instead.
+func TestKeptPlansAsRedone(t *testing.T) {
+	n := uint64(100)
+	if testing.Short() {
+		n = 25
+	}
+	kept := 0
+	for seed := range n {
+		shape, tab, jobs := randomCase(seed)
+		for _, spec := range propertyPolicies {
+			var logs, results [2]string
+			for k, redo := range []bool{false, true} {
+				p, err := policy.Builtin().New(spec)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var buf bytes.Buffer
+				obs, flush := JSONLWriter(&buf)
+				cfg := Config{Shape: shape, Restart: RestartCost{Source: []RestartSource{RestartOff, RestartAuto, RestartLineage}[seed%3]},
+					TraceName: "random", redo: redo}
+				r, err := Run(context.Background(), cfg, jobs, p, tab, obs)
+				if err != nil {
+					t.Fatalf("seed %d %s (redo %v): %v", seed, spec, redo, err)
+				}
+				flush()
+				logs[k], results[k] = buf.String(), fmt.Sprint(r.Jobs, r.Util, r.Summary)
+				if redo && r.KeptPlans != 0 {
+					t.Fatalf("seed %d %s: %d plans kept although every plan is to be redone", seed, spec, r.KeptPlans)
+				}
+				if !redo {
+					kept += r.KeptPlans
+				}
+			}
+			if logs[0] != logs[1] || results[0] != results[1] {
+				t.Fatalf("seed %d %s: keeping the policy's placements changed the run:\n%s\n-- redone --\n%s", seed, spec, logs[0], logs[1])
+			}
+		}
+	}
+	if kept == 0 {
+		t.Fatal("no plan was kept: the test compares nothing")
+	}
+}
+
 // FuzzRun feeds raw trace and profile values (as text through the trace reader, as numbers
 // through the profile's validation), a raw cluster shape and interval, into a random case: every
 // input is either rejected with a one-line error or simulated to a result within the horizon,

@@ -20,6 +20,9 @@ type Result struct {
 	// PairLookups counts the slowdowns the policy and the engine looked up (written nowhere): 0
 	// means the run did not depend on them.
 	PairLookups int64
+	// KeptPlans counts the policy calls whose own placements and releases the cluster kept as
+	// the plan (written nowhere).
+	KeptPlans int
 }
 
 // JobResult is one row of jobs.csv.
@@ -134,7 +137,7 @@ func quantile(sorted []time.Duration, q float64) time.Duration {
 }
 
 func (e *engine) result() *Result {
-	r := &Result{Jobs: make([]JobResult, len(e.jobs)), PairLookups: e.env.Lookups()}
+	r := &Result{Jobs: make([]JobResult, len(e.jobs)), PairLookups: e.env.Lookups(), KeptPlans: e.kept}
 	jcts := make([]time.Duration, len(e.jobs))
 	var sumJCT, sumQueue float64 // seconds: nanosecond sums overflow on Philly-scale traces
 	makespan, pre := time.Duration(0), 0
