@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"cmp"
 	"time"
 )
 
@@ -29,7 +28,7 @@ func (r *runSet) less(a, b int) bool { return lower(&r.items[a], &r.items[b]) }
 // lower reports whether x ranks below y: Compare(x.k, x.j, y.k, y.j) > 0 on the copies in the
 // entries, which spares loading jobs.
 func lower(x, y *ranked) bool {
-	if c := cmp.Compare(x.k.A, y.k.A); c != 0 {
+	if c := cmpA(x.k.A, y.k.A); c != 0 {
 		return c > 0
 	}
 	switch {
