@@ -633,10 +633,13 @@ func (g *greedy) walkVictim() error {
 func (g *greedy) attempt(j *Job, jk Key, v int) (ok, changed bool, err error) {
 	cl := g.s.Cluster
 	g.p.wait = math.Inf(1)
+	// failed: a YARN try of j failed on the idle GPUs as they are now (see yarnStill).
+	failed := false
 	if j.GPUs <= g.free() {
 		if ok, err = g.try(j, v); err != nil {
 			return false, false, err
 		}
+		failed = !ok
 	}
 	if !ok && g.preempt && g.below(jk, j) {
 		// Preempt from the lowest priority upward, retrying after each victim. Jobs too close
@@ -658,10 +661,11 @@ func (g *greedy) attempt(j *Job, jk Key, v int) (ok, changed bool, err error) {
 				return false, false, fmt.Errorf("policy %s: preempt job %d: %w", g.name, r.j.ID, err)
 			}
 			taken = append(taken, r)
-			if j.GPUs <= g.free() {
+			if j.GPUs <= g.free() && !(failed && g.yarnStill(j, r.j)) {
 				if ok, err = g.try(j, v); err != nil {
 					return false, false, err
 				}
+				failed = !ok
 			}
 		}
 		if !ok && g.tentative {
@@ -694,6 +698,32 @@ func (g *greedy) attempt(j *Job, jk Key, v int) (ok, changed bool, err error) {
 		g.revive()
 	}
 	return ok, changed, nil
+}
+
+// yarnStill reports, for a job j that YARN placement failed to place, whether it still fails
+// once victim r's GPUs are idle too. Only r's nodes changed: a job of at most a node's GPUs
+// needs a node with as many idle; a larger one needs as many fully idle nodes as it has whole
+// nodes' worth of GPUs, then for the rest a node with that many idle. So while no node of r
+// reaches the idle GPUs a part of j asks for, the fully idle nodes and the nodes that could
+// take the rest are those that failed. The exhaustive walk tries every time instead.
+func (g *greedy) yarnStill(j, r *Job) bool {
+	if !g.bySize || g.exhaustive {
+		return false
+	}
+	cl := g.s.Cluster
+	per := cl.Shape().GPUsPerNode
+	need := j.GPUs
+	if need > per {
+		if need = j.GPUs % per; need == 0 {
+			need = per
+		}
+	}
+	for _, gpu := range r.On {
+		if cl.NodeIdle(gpu/per) >= need {
+			return false
+		}
+	}
+	return true
 }
 
 // hostsPlanned reports whether a job placed earlier in this call shares a GPU with running job r.
