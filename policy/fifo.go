@@ -24,8 +24,8 @@ func (p *FIFO) Name() string { return KeyFIFO }
 // Exclusive marks FIFO as never sharing a GPU (YARN placement on idle GPUs).
 func (p *FIFO) Exclusive() {}
 
-// Key orders pending jobs by submission time.
-func (p *FIFO) Key(j *Job) Key { return submitKey(j) }
+// FIFO is not a Keyer: the engine then keeps pending jobs by (Submit, ID), first come, first
+// served, and as job indices (Queue.ByIndex).
 
 // Schedule places pending jobs first come, first served.
 func (p *FIFO) Schedule(s *State) (Plan, error) {

@@ -21,6 +21,7 @@ type Queue struct {
 	n      int
 	spare  [][]*Job // emptied chunks, reused
 	spareK [][]qkey
+	ix     *idxQueue // non-nil: the jobs are kept by index instead (ByIndex)
 }
 
 type qkey struct {
@@ -90,6 +91,10 @@ func (q *Queue) search(c int, j *Job) int {
 // Insert adds j at its place; j.K must be set.
 func (q *Queue) Insert(j *Job) {
 	q.n++
+	if q.ix != nil {
+		q.ix.insert(j)
+		return
+	}
 	jk := qkey{j.K, j.Submit}
 	if len(q.chunks) == 0 {
 		c, k := q.newChunk()
@@ -131,6 +136,13 @@ func (q *Queue) newChunk() ([]*Job, []qkey) {
 
 // Delete removes j (with its key unchanged since Insert) and reports whether it was there.
 func (q *Queue) Delete(j *Job) bool {
+	if q.ix != nil {
+		if !q.ix.delete(j) {
+			return false
+		}
+		q.n--
+		return true
+	}
 	if len(q.chunks) == 0 {
 		return false
 	}
@@ -160,6 +172,16 @@ func (q *Queue) Delete(j *Job) bool {
 // All yields the jobs in order.
 func (q *Queue) All() iter.Seq[*Job] {
 	return func(yield func(*Job) bool) {
+		if q.ix != nil {
+			for _, c := range q.ix.chunks {
+				for _, i := range c {
+					if !yield(q.ix.jobs[i]) {
+						return
+					}
+				}
+			}
+			return
+		}
 		for _, c := range q.chunks {
 			for _, j := range c {
 				if !yield(j) {
@@ -173,6 +195,17 @@ func (q *Queue) All() iter.Seq[*Job] {
 // Backward yields the jobs from the last to the first.
 func (q *Queue) Backward() iter.Seq[*Job] {
 	return func(yield func(*Job) bool) {
+		if q.ix != nil {
+			for ci := len(q.ix.chunks) - 1; ci >= 0; ci-- {
+				c := q.ix.chunks[ci]
+				for i := len(c) - 1; i >= 0; i-- {
+					if !yield(q.ix.jobs[c[i]]) {
+						return
+					}
+				}
+			}
+			return
+		}
 		for ci := len(q.chunks) - 1; ci >= 0; ci-- {
 			c := q.chunks[ci]
 			for i := len(c) - 1; i >= 0; i-- {
@@ -189,6 +222,9 @@ type Pos struct{ c, i int32 }
 
 // At returns the job at p, or nil at the end.
 func (q *Queue) At(p Pos) *Job {
+	if q.ix != nil {
+		return q.ix.at(p)
+	}
 	if int(p.c) >= len(q.chunks) {
 		return nil
 	}
@@ -197,6 +233,9 @@ func (q *Queue) At(p Pos) *Job {
 
 // Next returns the position after p.
 func (q *Queue) Next(p Pos) Pos {
+	if q.ix != nil {
+		return q.ix.next(p)
+	}
 	p.i++
 	if int(p.i) >= len(q.chunks[p.c]) {
 		p.c, p.i = p.c+1, 0
@@ -207,6 +246,9 @@ func (q *Queue) Next(p Pos) Pos {
 // After returns the position of the first job that comes after the job j with key k in the
 // order of Compare (j need not be in the queue).
 func (q *Queue) After(k Key, j *Job) Pos {
+	if q.ix != nil {
+		return q.ix.after(k, j)
+	}
 	lo, hi := 0, len(q.chunks)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"sort"
 	"testing"
 	"time"
 
@@ -19,6 +20,89 @@ func order(a, b *Job) int { return Compare(a.K, a, b.K, b) }
 func TestQueue(t *testing.T) {
 	for _, withB := range []int{1, 0, 40} {
 		t.Run(fmt.Sprintf("second-key-one-in=%d", withB), func(t *testing.T) { testQueue(t, withB) })
+	}
+	t.Run("by-index", testQueueByIndex)
+}
+
+// testQueueByIndex checks a queue kept by job index (every key zero) against a sorted slice, as
+// testQueue does, with After asked for zero and other keys.
+func testQueueByIndex(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	all := make([]*Job, 3000)
+	for i := range all {
+		all[i] = &Job{Job: trace.Job{ID: trace.JobID(rng.IntN(1 << 20)), Submit: time.Duration(rng.IntN(500))}}
+	}
+	slices.SortFunc(all, func(a, b *Job) int { return trace.Compare(a.Job, b.Job) })
+	all = slices.CompactFunc(all, func(a, b *Job) bool { return a.ID == b.ID && a.Submit == b.Submit })
+	for i, j := range all {
+		j.Idx = int32(i)
+	}
+	var q Queue
+	q.ByIndex(all)
+	in := make([]bool, len(all))
+	var ref []*Job
+	for step := range 40000 {
+		j := all[rng.IntN(len(all))]
+		if !in[j.Idx] && (len(ref) < len(all)/3 || rng.IntN(2) == 0) {
+			q.Insert(j)
+			at, _ := slices.BinarySearchFunc(ref, j, order)
+			ref = slices.Insert(ref, at, j)
+		} else {
+			if q.Delete(j) != in[j.Idx] {
+				t.Fatalf("step %d: Delete(job %d) reports %v, want %v", step, j.ID, !in[j.Idx], in[j.Idx])
+			}
+			if in[j.Idx] {
+				at, _ := slices.BinarySearchFunc(ref, j, order)
+				ref = slices.Delete(ref, at, at+1)
+			}
+		}
+		in[j.Idx] = slices.Contains(ref, j)
+		if q.Len() != len(ref) {
+			t.Fatalf("step %d: Len %d, want %d", step, q.Len(), len(ref))
+		}
+		if step%1999 != 0 {
+			continue
+		}
+		checkOrder(t, step, &q, ref)
+		// After every job, queued or not, chunk ends included.
+		for _, x := range all {
+			for _, k := range []Key{{}, {A: 1}, {A: -1}, {B: 1}, {B: -1}} {
+				want := sort.Search(len(ref), func(i int) bool { return Compare(ref[i].K, ref[i], k, x) > 0 })
+				var got *Job
+				if want < len(ref) {
+					got = ref[want]
+				}
+				if q.At(q.After(k, x)) != got {
+					t.Fatalf("step %d: After(%v, job %d) is not the first later job", step, k, x.ID)
+				}
+			}
+		}
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("a queue kept by index took a job with a key")
+		}
+	}()
+	q.Insert(&Job{K: Key{A: 1}})
+}
+
+// checkOrder checks that All, Backward and a walk with Next give the reference's order.
+func checkOrder(t *testing.T, step int, q *Queue, ref []*Job) {
+	t.Helper()
+	if got := slices.Collect(q.All()); !slices.Equal(got, ref) {
+		t.Fatalf("step %d: All differs from the sorted reference", step)
+	}
+	back := slices.Collect(q.Backward())
+	slices.Reverse(back)
+	if !slices.Equal(back, ref) {
+		t.Fatalf("step %d: Backward differs from the reverse of the reference", step)
+	}
+	var walked []*Job
+	for p := (Pos{}); q.At(p) != nil; p = q.Next(p) {
+		walked = append(walked, q.At(p))
+	}
+	if !slices.Equal(walked, ref) {
+		t.Fatalf("step %d: Next walk differs from the reference", step)
 	}
 }
 
@@ -57,21 +141,7 @@ func testQueue(t *testing.T, withB int) {
 		if step%997 != 0 {
 			continue
 		}
-		if got := slices.Collect(q.All()); !slices.Equal(got, ref) {
-			t.Fatalf("step %d: All differs from the sorted reference", step)
-		}
-		back := slices.Collect(q.Backward())
-		slices.Reverse(back)
-		if !slices.Equal(back, ref) {
-			t.Fatalf("step %d: Backward differs from the reverse of the reference", step)
-		}
-		var walked []*Job
-		for p := (Pos{}); q.At(p) != nil; p = q.Next(p) {
-			walked = append(walked, q.At(p))
-		}
-		if !slices.Equal(walked, ref) {
-			t.Fatalf("step %d: Next walk differs from the reference", step)
-		}
+		checkOrder(t, step, &q, ref)
 		for range 20 {
 			x := all[rng.IntN(len(all))]
 			want := len(ref)

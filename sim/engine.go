@@ -232,6 +232,13 @@ func newEngine(cfg Config, jobs []trace.Job, p policy.Policy, prof *profile.Tabl
 		e.notes = append(e.notes, "GPU memory per job comes from an estimate in the profile (mem_estimated), not a measurement")
 	}
 	e.fam = make([]policy.Queue, len(s.fams))
+	if e.keyer == nil {
+		// Every key is zero: the queues keep job indices, which are in (Submit, ID) order.
+		e.pend.ByIndex(e.jobs)
+		for f := range e.fam {
+			e.fam[f].ByIndex(e.jobs)
+		}
+	}
 	famGPUs := make([]int, len(s.fams))
 	for k, f := range s.fams {
 		famGPUs[f] = k.gpus

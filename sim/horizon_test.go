@@ -174,7 +174,12 @@ type countingPolicy struct {
 	fn func()
 }
 
-func (c countingPolicy) Key(j *policy.Job) policy.Key { return c.Policy.(policy.Keyer).Key(j) }
+func (c countingPolicy) Key(j *policy.Job) policy.Key {
+	if k, ok := c.Policy.(policy.Keyer); ok {
+		return k.Key(j)
+	}
+	return policy.Key{} // the engine's order for a policy that is not a Keyer
+}
 
 func (c countingPolicy) Schedule(s *policy.State) (policy.Plan, error) {
 	c.fn()

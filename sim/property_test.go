@@ -96,7 +96,12 @@ type checkedPolicy struct {
 	spec string
 }
 
-func (c checkedPolicy) Key(j *policy.Job) policy.Key { return c.Policy.(policy.Keyer).Key(j) }
+func (c checkedPolicy) Key(j *policy.Job) policy.Key {
+	if k, ok := c.Policy.(policy.Keyer); ok {
+		return k.Key(j)
+	}
+	return policy.Key{} // the engine's order for a policy that is not a Keyer
+}
 
 func (c checkedPolicy) Schedule(s *policy.State) (policy.Plan, error) {
 	plan, err := c.Policy.Schedule(s)
