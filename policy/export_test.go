@@ -18,3 +18,14 @@ func SettledSkips(p Policy) int {
 	}
 	return 0
 }
+
+// EarlyFixed returns how many running jobs fixEarly left in place over p's calls (settled.go).
+func EarlyFixed(p Policy) int {
+	switch p := p.(type) {
+	case *FIFO:
+		return p.g.fixed
+	case *TiresiasEntry:
+		return p.g.fixed
+	}
+	return 0
+}

@@ -243,6 +243,8 @@ func (g *greedy) run(s *State, runKey func(*Job) Key, plan *Plan) error {
 	still := g.still && g.timeless && !g.exhaustive && len(s.Finished) == 0 && len(s.Rerated) == 0 &&
 		len(g.rekeyed) == 0 && s.Pending.Len() == g.pending
 	quiet := g.quiet(s)
+	fix := g.settled && len(s.Finished) > 0 && len(g.rekeyed) == 0 && !s.Resync
+	g.earlyCall = 0
 	if g.preempt {
 		g.sync(s, runKey)
 	}
@@ -267,6 +269,9 @@ func (g *greedy) run(s *State, runKey func(*Job) Key, plan *Plan) error {
 	default:
 		if g.preempt {
 			g.rs.start(s.Now, runKey)
+		}
+		if fix {
+			g.fixEarly(s)
 		}
 		if g.exhaustive {
 			err = g.walkAll()
@@ -653,7 +658,7 @@ func (g *greedy) attempt(j *Job, jk Key, v int) (ok, changed bool, err error) {
 				break
 			}
 			g.rs.take()
-			if r.j.RemIters(g.s.Now) <= minVictimIters || g.hostsPlanned(r.j) {
+			if r.j.RemIters(g.s.Now) <= minVictimIters || g.hostsPlanned(r.j) || g.early(r.j) {
 				g.low = append(g.low, r)
 				continue
 			}
@@ -712,12 +717,7 @@ func (g *greedy) yarnStill(j, r *Job) bool {
 	}
 	cl := g.s.Cluster
 	per := cl.Shape().GPUsPerNode
-	need := j.GPUs
-	if need > per {
-		if need = j.GPUs % per; need == 0 {
-			need = per
-		}
-	}
+	need := yarnPart(j.GPUs, per)
 	for _, gpu := range r.On {
 		if cl.NodeIdle(gpu/per) >= need {
 			return false

@@ -150,7 +150,151 @@ func (g *greedy) settle(s *State) {
 // settledState is the greedy walk's memory of its last call for the shortcut above.
 type settledState struct {
 	settled bool
-	arrived int    // jobs of State.Jobs that had arrived by the last call
-	arr     []*Job // arrivals, reused
-	skips   int    // calls the shortcut answered (for tests)
+	// fixEarly's marks: earlyAt[j.Idx] == earlyCall for the jobs left in place in this call
+	// (earlyCall 0: none); earlyN numbers the calls that marked.
+	earlyAt   []uint32
+	earlyCall uint32
+	earlyN    uint32
+	nodes     []nodeIdle
+	arrived   int    // jobs of State.Jobs that had arrived by the last call
+	arr       []*Job // arrivals, reused
+	skips     int    // calls the shortcut answered (for tests)
+	fixed     int    // running jobs fixEarly left in place (for tests)
+}
+
+// A call after a walk that left the cluster settled, with finished jobs among the changes, walks
+// again; but a leading part of the packing provably lands where it lies, and the walk leaves it
+// in place instead of taking it and placing it back (fixEarly). Walked again, the jobs ranked
+// below W meet, each at its turn, the state the last walk gave them, except on the nodes of the
+// finished jobs, which may hold more idle GPUs (a job too close to its end to be taken, or
+// ranked above W, counted in the base; a job of the packing was idle at the turn of every job
+// ranked above it anyway) and, on every node, fewer where jobs were newly set aside. YARN
+// placement looks at other nodes only as before: a job that does not fit on any of those nodes'
+// idle GPUs at its turn fails again, and a job of the packing whose nodes all come before them,
+// or that cannot use them, lands where it lies (see yarnStill for jobs larger than a node). So
+// the walk of W, then of every job ranked below it down to the first one that might change,
+// changes nothing: W fails, the waiting jobs fail, and the jobs of the packing stay where they
+// are, as if placed back. Fixed early, they stay out of W's victims (set aside like jobs close to
+// their end, which only leaves the walk's later attempts nothing more to take), and the walk
+// goes on from that first job as before. Arrivals met on the way end the prefix, since the last
+// walk never tried them; so does a cap on the waiting jobs checked.
+
+// maxEarlyWaiting caps the waiting jobs fixEarly checks.
+const maxEarlyWaiting = 64
+
+// fixEarly marks, at a call with finished jobs after a walk that left the cluster settled (and
+// nothing else but time and arrivals since), the jobs of the packing that the walk leaves in
+// place (see above). It returns how many it marked.
+func (g *greedy) fixEarly(s *State) int {
+	g.earlyCall = 0
+	w := s.Pending.At(Pos{})
+	if w == nil || int(w.Idx) >= g.arrived || !g.rs.fixed {
+		return 0
+	}
+	cl := s.Cluster
+	per := cl.Shape().GPUsPerNode
+	// The nodes of the finished jobs, with their idle GPUs at the turn of the next job walked.
+	g.nodes = g.nodes[:0]
+	for _, id := range s.Finished {
+		j := s.Lookup(id)
+		if j == nil {
+			return 0
+		}
+		for _, gpu := range j.On {
+			if n := gpu / per; !slices.ContainsFunc(g.nodes, func(x nodeIdle) bool { return x.n == n }) {
+				g.nodes = append(g.nodes, nodeIdle{n: n})
+			}
+		}
+	}
+	wx := ranked{k: w.K, sub: w.Submit, id: w.ID}
+	packed := func(j *Job) bool { // a running job of the packing: ranked below W, not set aside
+		return j.Running && g.rs.where[j.Idx] >= 0 && lower(&g.rs.ent[j.Idx], &wx) && j.RemIters(s.Now) > minVictimIters
+	}
+	for k := range g.nodes {
+		x := &g.nodes[k]
+		x.idle = cl.NodeIdle(x.n)
+		for gpu := x.n * per; gpu < (x.n+1)*per; gpu++ {
+			for _, id := range cl.Jobs(gpu) {
+				if j := s.Lookup(id); j != nil && packed(j) {
+					x.idle++
+				}
+			}
+		}
+	}
+	fails := func(j *Job) bool {
+		for _, x := range g.nodes {
+			if x.idle >= yarnPart(j.GPUs, per) {
+				return false
+			}
+		}
+		return true
+	}
+	if !fails(w) {
+		return 0
+	}
+	if g.earlyN++; g.earlyN == 0 {
+		clear(g.earlyAt)
+		g.earlyN = 1
+	}
+	if len(g.earlyAt) < len(s.Jobs) {
+		g.earlyAt = append(g.earlyAt, make([]uint32, len(s.Jobs)-len(g.earlyAt))...)
+	}
+	g.earlyCall = g.earlyN
+	marked, waiting := 0, 0
+	qp := s.Pending.Next(Pos{})
+	q := s.Pending.At(qp)
+	r := &g.rs
+	for i := r.pos(&wx) - 1; i >= 0; i-- {
+		e := &r.ent[r.order[i]]
+		p := e.j
+		if p.RemIters(s.Now) <= minVictimIters {
+			continue // set aside: in place whatever happens
+		}
+		for q != nil && Compare(q.K, q, e.k, p) < 0 {
+			if int(q.Idx) >= g.arrived || waiting == maxEarlyWaiting || !fails(q) {
+				return marked
+			}
+			waiting++
+			qp = s.Pending.Next(qp)
+			q = s.Pending.At(qp)
+		}
+		last := p.On[len(p.On)-1] / per
+		for k := range g.nodes {
+			if x := &g.nodes[k]; x.n <= last && x.idle >= yarnPart(p.GPUs, per) {
+				return marked
+			}
+		}
+		g.earlyAt[p.Idx] = g.earlyCall
+		marked++
+		g.fixed++
+		for k := range g.nodes {
+			x := &g.nodes[k]
+			for _, gpu := range p.On {
+				if gpu/per == x.n {
+					x.idle--
+				}
+			}
+		}
+	}
+	return marked
+}
+
+// early reports whether the walk leaves running job j in place in this call (fixEarly).
+func (g *greedy) early(j *Job) bool {
+	return g.earlyCall != 0 && g.earlyAt[j.Idx] == g.earlyCall
+}
+
+type nodeIdle struct{ n, idle int }
+
+// yarnPart is the fewest idle GPUs a node must hold to take part of a job of gpus GPUs under
+// YARN placement on nodes of per GPUs: all of them for a job of at most a node, else the rest
+// beyond whole nodes, or a whole node.
+func yarnPart(gpus, per int) int {
+	if gpus <= per {
+		return gpus
+	}
+	if r := gpus % per; r > 0 {
+		return r
+	}
+	return per
 }

@@ -20,7 +20,8 @@ import (
 // their exhaustive walks, which never take the shortcut, on random saturated traces: bursts of
 // arrivals, jobs of up to two nodes, jobs too short to be preempted, with and without restart
 // costs, the lineage's per-event overhead (which gives progress back) and scheduling rounds. The
-// decision logs must be equal, and the shortcut must answer a good share of the calls.
+// decision logs must be equal, the shortcut must answer a good share of the calls, and calls
+// with finished jobs must leave a good share of the running jobs in place (fixEarly).
 func TestSettledShortcut(t *testing.T) {
 	t.Parallel()
 	prof, err := profile.LoadFile(filepath.Join("..", "results", "profiles", "gavel-v100.json"))
@@ -29,7 +30,7 @@ func TestSettledShortcut(t *testing.T) {
 	}
 	models := []string{"resnet18", "lm", "a3c", "transformer", "cyclegan"}
 	specs := []string{"fifo", "tiresias-entry-order", "tiresias-testbed", "tiresias-authors"}
-	skips := map[string]int{}
+	skips, fixed := map[string]int{}, map[string]int{}
 	for seed := range uint64(24) {
 		rng := rand.New(rand.NewPCG(seed, 11))
 		shape := cluster.Shape{Nodes: 2 + rng.IntN(3), GPUsPerNode: []int{2, 4, 8}[rng.IntN(3)], GPUMemBytes: 48 * cluster.GiB, MaxShare: 1}
@@ -68,6 +69,7 @@ func TestSettledShortcut(t *testing.T) {
 				logs[k] = buf.Bytes()
 				if k == 0 {
 					skips[spec] += policy.SettledSkips(p)
+					fixed[spec] += policy.EarlyFixed(p)
 				}
 			}
 			if !bytes.Equal(logs[0], logs[1]) {
@@ -75,10 +77,13 @@ func TestSettledShortcut(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("calls answered by the shortcut: %v", skips)
+	t.Logf("calls answered by the shortcut: %v; running jobs left in place: %v", skips, fixed)
 	for _, spec := range specs {
 		if skips[spec] < 300 {
 			t.Errorf("%s: the shortcut answered %d calls: the traces do not exercise it", spec, skips[spec])
+		}
+		if fixed[spec] < 100 {
+			t.Errorf("%s: fixEarly left %d running jobs in place: the traces do not exercise it", spec, fixed[spec])
 		}
 	}
 }
