@@ -1,0 +1,62 @@
+package policy
+
+import (
+	"testing"
+
+	"github.com/sharebench/sharebench/cluster"
+	"github.com/sharebench/sharebench/trace"
+)
+
+// TestFixEarlyStops pins where fixEarly's run of jobs left in place ends, on a 3×4 cluster
+// where a job of the packing (on node 0) sits below the first waiting job W (a whole node) and
+// a job that finished freed a GPU on node 1: a waiting job ranked between them that the last
+// walk never tried (an arrival), or one that could use the freed GPU, ends the run before it.
+func TestFixEarlyStops(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		between int // GPUs of the waiting job ranked between W and the packed job
+		arrived int // jobs of State.Jobs that had arrived by the last call
+		want    int
+	}{
+		{"tried, cannot use the freed GPU", 4, 5, 1},
+		{"arrival", 4, 2, 0},
+		{"could use the freed GPU", 1, 5, 0},
+	} {
+		cl := cluster.New(cluster.Shape{Nodes: 3, GPUsPerNode: 4, GPUMemBytes: cluster.GiB, MaxShare: 1})
+		mk := func(id, gpus int, on ...int) *Job {
+			j := &Job{Job: trace.Job{ID: trace.JobID(id), Submit: 0, GPUs: gpus}, Idx: int32(id), On: on, Running: on != nil}
+			j.P.Rem = 1000
+			if on != nil {
+				if err := cl.Place(j.ID, on, 1); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return j
+		}
+		base := mk(0, 3, 5, 6, 7) // ranked above W, on node 1
+		w := mk(1, 4)
+		between := mk(2, c.between)
+		packed := mk(3, 1, 0) // node 0
+		done := mk(4, 1)
+		done.On = []int{4} // finished on node 1: GPU 4 is idle now
+		jobs := []*Job{base, w, between, packed, done}
+		var pending Queue
+		pending.Insert(w)
+		pending.Insert(between)
+		s := &State{Cluster: cl, Pending: &pending, Jobs: jobs, Finished: []trace.JobID{done.ID},
+			Lookup: func(id trace.JobID) *Job { return jobs[id] }}
+		g := &greedy{bySize: true, exclusive: true, preempt: true, timeless: true}
+		g.s = s
+		g.rs.fixed = true
+		g.rs.grow(len(jobs))
+		g.rs.put(entry(base, Key{}, 0))
+		g.rs.put(entry(packed, Key{}, 0))
+		g.arrived = c.arrived
+		if got := g.fixEarly(s); got != c.want {
+			t.Errorf("%s: fixEarly left %d jobs in place, want %d", c.name, got, c.want)
+		}
+		if got := g.early(packed); got != (c.want == 1) {
+			t.Errorf("%s: early(packed job) = %v", c.name, got)
+		}
+	}
+}
