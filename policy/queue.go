@@ -21,7 +21,7 @@ type Queue struct {
 	n      int
 	spare  [][]*Job // emptied chunks, reused
 	spareK [][]qkey
-	ix     *idxQueue // non-nil: the jobs are kept by index instead (ByIndex)
+	ix     indexed // non-nil: the jobs are kept by index instead (ByIndex)
 }
 
 type qkey struct {
@@ -173,13 +173,7 @@ func (q *Queue) Delete(j *Job) bool {
 func (q *Queue) All() iter.Seq[*Job] {
 	return func(yield func(*Job) bool) {
 		if q.ix != nil {
-			for _, c := range q.ix.chunks {
-				for _, i := range c {
-					if !yield(q.ix.jobs[i]) {
-						return
-					}
-				}
-			}
+			q.ix.all(yield)
 			return
 		}
 		for _, c := range q.chunks {
@@ -196,14 +190,7 @@ func (q *Queue) All() iter.Seq[*Job] {
 func (q *Queue) Backward() iter.Seq[*Job] {
 	return func(yield func(*Job) bool) {
 		if q.ix != nil {
-			for ci := len(q.ix.chunks) - 1; ci >= 0; ci-- {
-				c := q.ix.chunks[ci]
-				for i := len(c) - 1; i >= 0; i-- {
-					if !yield(q.ix.jobs[c[i]]) {
-						return
-					}
-				}
-			}
+			q.ix.backward(yield)
 			return
 		}
 		for ci := len(q.chunks) - 1; ci >= 0; ci-- {
