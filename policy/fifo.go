@@ -2,6 +2,8 @@ package policy
 
 // FIFO runs jobs in submission order on exclusive GPUs (YARN placement). Like the authors'
 // fifo it is preemptive by default: an earlier job may preempt later ones (docs/paper.md §5.2).
+// It is not a Keyer: the engine then keeps pending jobs by (Submit, ID), first come, first
+// served, as job indices (Queue.ByIndex).
 type FIFO struct{ g greedy }
 
 var _ Policy = (*FIFO)(nil)
@@ -23,9 +25,6 @@ func (p *FIFO) Name() string { return KeyFIFO }
 
 // Exclusive marks FIFO as never sharing a GPU (YARN placement on idle GPUs).
 func (p *FIFO) Exclusive() {}
-
-// FIFO is not a Keyer: the engine then keeps pending jobs by (Submit, ID), first come, first
-// served, and as job indices (Queue.ByIndex).
 
 // Schedule places pending jobs first come, first served.
 func (p *FIFO) Schedule(s *State) (Plan, error) {
