@@ -22,7 +22,7 @@ type Queue struct {
 	n      int
 	spare  [][]*Job // emptied chunks, reused
 	spareK [][]qkey
-	ix     indexed // non-nil: the jobs are kept by index instead (ByIndex)
+	ix     *idxQueue // non-nil: the jobs are kept by index instead (ByIndex)
 }
 
 type qkey struct {
@@ -174,7 +174,13 @@ func (q *Queue) Delete(j *Job) bool {
 func (q *Queue) All() iter.Seq[*Job] {
 	return func(yield func(*Job) bool) {
 		if q.ix != nil {
-			q.ix.all(yield)
+			for _, c := range q.ix.chunks {
+				for _, i := range c {
+					if !yield(q.ix.jobs[i]) {
+						return
+					}
+				}
+			}
 			return
 		}
 		for _, c := range q.chunks {
@@ -191,7 +197,14 @@ func (q *Queue) All() iter.Seq[*Job] {
 func (q *Queue) Backward() iter.Seq[*Job] {
 	return func(yield func(*Job) bool) {
 		if q.ix != nil {
-			q.ix.backward(yield)
+			for ci := len(q.ix.chunks) - 1; ci >= 0; ci-- {
+				c := q.ix.chunks[ci]
+				for i := len(c) - 1; i >= 0; i-- {
+					if !yield(q.ix.jobs[c[i]]) {
+						return
+					}
+				}
+			}
 			return
 		}
 		for ci := len(q.chunks) - 1; ci >= 0; ci-- {

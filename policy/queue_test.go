@@ -21,22 +21,14 @@ func TestQueue(t *testing.T) {
 	for _, withB := range []int{1, 0, 40} {
 		t.Run(fmt.Sprintf("second-key-one-in=%d", withB), func(t *testing.T) { testQueue(t, withB) })
 	}
-	t.Run("by-index", func(t *testing.T) { testQueueByIndex(t, false) })
-	t.Run("by-index-dense", func(t *testing.T) { testQueueByIndex(t, true) })
+	t.Run("by-index", testQueueByIndex)
 }
 
 // testQueueByIndex checks a queue kept by job index (every key zero) against a sorted slice, as
-// testQueue does, with After asked for zero and other keys, as chunks of indices or (dense) a
-// bit per job.
-func testQueueByIndex(t *testing.T, dense bool) {
+// testQueue does, with After asked for zero and other keys.
+func testQueueByIndex(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
-	// The dense queue's jobs come from stretches of a longer list, far enough apart that whole
-	// summary words of its bits stay empty, two of them across or at the end of one.
-	n, stretches := 3000, [][2]int{{0, 3000}}
-	if dense {
-		n, stretches = 20000, [][2]int{{0, 800}, {3950, 4300}, {8150, 8190}, {9000, 10000}, {19000, 20000}}
-	}
-	all := make([]*Job, n)
+	all := make([]*Job, 3000)
 	for i := range all {
 		all[i] = &Job{Job: trace.Job{ID: trace.JobID(rng.IntN(1 << 20)), Submit: time.Duration(rng.IntN(500))}}
 	}
@@ -46,16 +38,12 @@ func testQueueByIndex(t *testing.T, dense bool) {
 		j.Idx = int32(i)
 	}
 	var q Queue
-	q.ByIndex(all, dense)
+	q.ByIndex(all)
 	in := make([]bool, len(all))
 	var ref []*Job
-	var from []*Job // the jobs that may be queued
-	for _, r := range stretches {
-		from = append(from, all[r[0]:min(r[1], len(all))]...)
-	}
 	for step := range 40000 {
-		j := from[rng.IntN(len(from))]
-		if !in[j.Idx] && (len(ref) < len(from)/3 || rng.IntN(2) == 0) {
+		j := all[rng.IntN(len(all))]
+		if !in[j.Idx] && (len(ref) < len(all)/3 || rng.IntN(2) == 0) {
 			q.Insert(j)
 			at, _ := slices.BinarySearchFunc(ref, j, order)
 			ref = slices.Insert(ref, at, j)

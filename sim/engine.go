@@ -234,9 +234,9 @@ func newEngine(cfg Config, jobs []trace.Job, p policy.Policy, prof *profile.Tabl
 	e.fam = make([]policy.Queue, len(s.fams))
 	if e.keyer == nil {
 		// Every key is zero: the queues keep job indices, which are in (Submit, ID) order.
-		e.pend.ByIndex(e.jobs, true)
+		e.pend.ByIndex(e.jobs)
 		for f := range e.fam {
-			e.fam[f].ByIndex(e.jobs, false) // a bit per job and family could take too much memory
+			e.fam[f].ByIndex(e.jobs)
 		}
 	}
 	famGPUs := make([]int, len(s.fams))
