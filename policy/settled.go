@@ -186,8 +186,7 @@ const maxEarlyWaiting = 64
 // nothing else but time and arrivals since), the jobs of the packing that the walk leaves in
 // place (see above). It returns how many it marked.
 func (g *greedy) fixEarly(s *State) int {
-	g.earlyCall = 0
-	w := s.Pending.At(Pos{})
+	w := s.Pending.At(Pos{}) // run has set earlyCall to 0: no marks unless this call makes some
 	if w == nil || int(w.Idx) >= g.arrived || !g.rs.fixed {
 		return 0
 	}
