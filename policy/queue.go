@@ -9,7 +9,8 @@ import (
 
 // Queue holds pending jobs in the order of Compare on (K, Submit, ID). It is a list of sorted
 // chunks of bounded length, so that inserting and deleting a job cost a binary search and a
-// short copy however long the queue, while walking it in order stays a plain slice scan; a
+// short copy however long the queue (of the jobs on the nearer side: a start takes a job near
+// the front), while walking it in order stays a plain slice scan; a
 // queue whose jobs all have the zero key keeps job indices instead (ByIndex). The engine owns
 // the queues; policies read them and must not keep positions across calls.
 type Queue struct {
@@ -18,7 +19,11 @@ type Queue struct {
 	// loading the job (a cache miss each, in a long queue) unless they all tie.
 	ks [][]qkey
 	// tail[c] is the last of ks[c]: the chunk search reads them from one array.
-	tail   []qkey
+	tail []qkey
+	// buf[c] and bufK[c] are the arrays under chunks[c] and ks[c], which may begin past their
+	// start (insertAt, deleteAt).
+	buf    [][]*Job
+	bufK   [][]qkey
 	n      int
 	spare  [][]*Job // emptied chunks, reused
 	spareK [][]qkey
@@ -99,15 +104,13 @@ func (q *Queue) Insert(j *Job) {
 	jk := qkey{j.K, j.Submit}
 	if len(q.chunks) == 0 {
 		c, k := q.newChunk()
-		q.chunks = append(q.chunks, append(c, j))
-		q.ks = append(q.ks, append(k, jk))
-		q.tail = append(q.tail, jk)
+		q.addChunk(0, append(c, j), append(k, jk))
 		return
 	}
 	ci := q.find(j)
 	at := q.search(ci, j)
-	c := slices.Insert(q.chunks[ci], at, j)
-	k := slices.Insert(q.ks[ci], at, jk)
+	c := insertAt(q.buf[ci], q.chunks[ci], at, j)
+	k := insertAt(q.bufK[ci], q.ks[ci], at, jk)
 	if len(c) <= chunkMax {
 		q.chunks[ci], q.ks[ci] = c, k
 		if at == len(k)-1 {
@@ -120,10 +123,43 @@ func (q *Queue) Insert(j *Job) {
 	right, rightK = append(right, c[half:]...), append(rightK, k[half:]...)
 	clear(c[half:])
 	q.chunks[ci], q.ks[ci] = c[:half], k[:half]
-	q.chunks = slices.Insert(q.chunks, ci+1, right)
-	q.ks = slices.Insert(q.ks, ci+1, rightK)
 	q.tail[ci] = k[half-1]
-	q.tail = slices.Insert(q.tail, ci+1, rightK[len(rightK)-1])
+	q.addChunk(ci+1, right, rightK)
+}
+
+// addChunk inserts chunk c with keys k, each at the start of its array, as chunk ci.
+func (q *Queue) addChunk(ci int, c []*Job, k []qkey) {
+	q.chunks = slices.Insert(q.chunks, ci, c)
+	q.ks = slices.Insert(q.ks, ci, k)
+	q.tail = slices.Insert(q.tail, ci, k[len(k)-1])
+	q.buf = slices.Insert(q.buf, ci, c[:0])
+	q.bufK = slices.Insert(q.bufK, ci, k[:0])
+}
+
+// insertAt inserts v at position at of c, a slice of array buf (as buf[off:off+len(c)], with
+// room for one more) and returns the new slice: it moves the elements before at one step to the
+// front where they are fewer and there is room, and those after it one step to the back
+// otherwise.
+func insertAt[T any](buf, c []T, at int, v T) []T {
+	if off := cap(buf) - cap(c); off > 0 && (at < len(c)/2 || off+len(c) == cap(buf)) {
+		c = buf[off-1 : off+len(c)]
+		copy(c, c[1:at+1])
+		c[at] = v
+		return c
+	}
+	return slices.Insert(c, at, v)
+}
+
+// deleteAt removes the element at position at of c and returns the new slice, moving the
+// fewer of the elements before and after at.
+func deleteAt[T any](c []T, at int) []T {
+	if at < len(c)/2 {
+		copy(c[1:], c[:at])
+		var zero T
+		c[0] = zero
+		return c[1:]
+	}
+	return slices.Delete(c, at, at+1)
 }
 
 func (q *Queue) newChunk() ([]*Job, []qkey) {
@@ -154,19 +190,22 @@ func (q *Queue) Delete(j *Job) bool {
 		return false
 	}
 	q.n--
-	c = slices.Delete(c, at, at+1)
-	k := slices.Delete(q.ks[ci], at, at+1)
-	if len(c) > 0 {
+	if len(c) > 1 {
+		c = deleteAt(c, at)
+		k := deleteAt(q.ks[ci], at)
 		q.chunks[ci], q.ks[ci] = c, k
 		if at == len(k) {
 			q.tail[ci] = k[at-1]
 		}
 		return true
 	}
-	q.spare, q.spareK = append(q.spare, c), append(q.spareK, k)
+	c[0] = nil
+	q.spare, q.spareK = append(q.spare, q.buf[ci]), append(q.spareK, q.bufK[ci])
 	q.chunks = slices.Delete(q.chunks, ci, ci+1)
 	q.ks = slices.Delete(q.ks, ci, ci+1)
 	q.tail = slices.Delete(q.tail, ci, ci+1)
+	q.buf = slices.Delete(q.buf, ci, ci+1)
+	q.bufK = slices.Delete(q.bufK, ci, ci+1)
 	return true
 }
 

@@ -10,6 +10,7 @@ type idxQueue struct {
 	jobs   []*Job    // State.Jobs, by Idx
 	chunks [][]int32 // job indices, ascending
 	tail   []int32   // tail[c] is the last of chunks[c]
+	buf    [][]int32 // buf[c] is the array under chunks[c], as in Queue
 	spare  [][]int32
 }
 
@@ -38,13 +39,12 @@ func (x *idxQueue) insert(j *Job) {
 	}
 	i := j.Idx
 	if len(x.chunks) == 0 {
-		x.chunks = append(x.chunks, append(x.newChunk(), i))
-		x.tail = append(x.tail, i)
+		x.addChunk(0, append(x.newChunk(), i))
 		return
 	}
 	ci := x.find(i)
 	at, _ := slices.BinarySearch(x.chunks[ci], i)
-	c := slices.Insert(x.chunks[ci], at, i)
+	c := insertAt(x.buf[ci], x.chunks[ci], at, i)
 	if len(c) <= idxChunkMax {
 		x.chunks[ci] = c
 		x.tail[ci] = c[len(c)-1]
@@ -53,9 +53,15 @@ func (x *idxQueue) insert(j *Job) {
 	half := len(c) / 2
 	right := append(x.newChunk(), c[half:]...)
 	x.chunks[ci] = c[:half]
-	x.chunks = slices.Insert(x.chunks, ci+1, right)
 	x.tail[ci] = c[half-1]
-	x.tail = slices.Insert(x.tail, ci+1, right[len(right)-1])
+	x.addChunk(ci+1, right)
+}
+
+// addChunk inserts chunk c, which begins its array, as chunk ci.
+func (x *idxQueue) addChunk(ci int, c []int32) {
+	x.chunks = slices.Insert(x.chunks, ci, c)
+	x.tail = slices.Insert(x.tail, ci, c[len(c)-1])
+	x.buf = slices.Insert(x.buf, ci, c[:0])
 }
 
 func (x *idxQueue) newChunk() []int32 {
@@ -76,15 +82,16 @@ func (x *idxQueue) delete(j *Job) bool {
 	if !found {
 		return false
 	}
-	c := slices.Delete(x.chunks[ci], at, at+1)
-	if len(c) > 0 {
+	if c := x.chunks[ci]; len(c) > 1 {
+		c = deleteAt(c, at)
 		x.chunks[ci] = c
 		x.tail[ci] = c[len(c)-1]
 		return true
 	}
-	x.spare = append(x.spare, c)
+	x.spare = append(x.spare, x.buf[ci])
 	x.chunks = slices.Delete(x.chunks, ci, ci+1)
 	x.tail = slices.Delete(x.tail, ci, ci+1)
+	x.buf = slices.Delete(x.buf, ci, ci+1)
 	return true
 }
 
