@@ -179,7 +179,7 @@ func (g *greedy) sync(s *State, runKey func(*Job) Key) {
 	g.rs.grow(len(s.Jobs))
 	if g.exhaustive {
 		g.rs.clear()
-		for _, j := range s.Running {
+		for _, j := range s.Running() {
 			g.rs.put(entry(j, runKey(j), s.Now))
 		}
 		g.rekeyed = g.rekeyed[:0]

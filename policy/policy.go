@@ -85,7 +85,9 @@ type State struct {
 	// Pending holds the pending jobs in Keyer order when the policy is a Keyer, else by
 	// (Submit, ID).
 	Pending *Queue
-	Running []*Job // by ID
+	// Running returns the running jobs by ID; the list stays valid during the call. The engine
+	// sorts it only when asked (most policies keep their own view of the running jobs).
+	Running func() []*Job
 	// Sizes lists the distinct GPU counts of the trace, ascending (Job.Size indexes it).
 	Sizes []int
 	// ByFamily[f] holds the pending jobs of family f (see Job.Family) in the order of Pending;

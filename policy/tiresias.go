@@ -240,7 +240,7 @@ func (t *Tiresias) Schedule(s *State) (Plan, error) {
 	// Demotions, one queue per event, in arrival order.
 	t.demoted = t.demoted[:0]
 	if t.exhaustive {
-		for _, j := range s.Running {
+		for _, j := range s.Running() {
 			st := t.state(j.Idx)
 			if st.queue < len(t.limits) && j.Executed(s.Now) >= t.threshold(st.queue, j.GPUs) {
 				t.demoted = append(t.demoted, j.Idx)

@@ -69,18 +69,24 @@ type engine struct {
 	byIDs []int32       // job indices sorted by job ID, for lookups
 	// dense maps ID-minID to a job index (-1: none) when the IDs are compact, as they
 	// usually are, so that lookups skip the binary search.
-	dense     []int32
-	minID     trace.JobID
-	stats     []jobStats
-	ver       []uint32
-	q         queue
-	now       time.Duration
-	next      int // next arrival
-	done      int
-	pend      policy.Queue   // pending jobs, in policy order
-	fam       []policy.Queue // pending jobs by family, in policy order
+	dense []int32
+	minID trace.JobID
+	stats []jobStats
+	ver   []uint32
+	q     queue
+	now   time.Duration
+	next  int // next arrival
+	done  int
+	pend  policy.Queue   // pending jobs, in policy order
+	fam   []policy.Queue // pending jobs by family, in policy order
+	// run holds the running jobs in no order: a start appends, a stop moves the last one into
+	// the gap (runIdx[k] is run[k]'s index, runAt[i] job i's place or -1). running sorts them
+	// by ID when read after a change, which most policies never ask for.
 	run       []*policy.Job
-	runIDs    []trace.JobID // run's IDs: searched without loading the jobs
+	runIdx    []int32
+	runAt     []int32
+	runByID   []*policy.Job
+	runSorted bool
 	state     policy.State
 	tick      time.Duration // scheduled tick, or -1
 	wake      time.Duration // latest requested wake, or 0
@@ -158,6 +164,10 @@ func newEngine(cfg Config, jobs []trace.Job, p policy.Policy, prof *profile.Tabl
 	e.stats = make([]jobStats, len(sorted))
 	e.ver = make([]uint32, len(sorted))
 	e.listed = make([]bool, len(sorted))
+	e.runAt = make([]int32, len(sorted))
+	for i := range e.runAt {
+		e.runAt[i] = -1
+	}
 	e.seen = make([]uint32, len(sorted))
 	e.q.grow(len(sorted))
 	for i, t := range sorted {
@@ -254,7 +264,7 @@ func newEngine(cfg Config, jobs []trace.Job, p policy.Policy, prof *profile.Tabl
 		j.Size = slices.Index(sizes, j.GPUs)
 	}
 	e.state = policy.State{Cluster: e.cl, Env: e.env, Pending: &e.pend, ByFamily: e.fam, FamilyGPUs: famGPUs,
-		Sizes: sizes, Lookup: e.lookup, Jobs: e.jobs}
+		Sizes: sizes, Lookup: e.lookup, Jobs: e.jobs, Running: e.running}
 	e.util.init(cfg.Shape.GPUs())
 	return e, nil
 }
@@ -368,7 +378,7 @@ func (e *engine) cancelled() bool {
 func (e *engine) pastHorizon() error {
 	var last *policy.Job
 	var lastEnd time.Duration
-	for _, j := range e.run {
+	for _, j := range e.running() {
 		end := simtime.Add(j.P.At, simtime.Add(j.P.Overhead, simtime.FromNanos(j.P.Rem/j.P.Rate*1e9)))
 		if last == nil || end > lastEnd {
 			last, lastEnd = j, end

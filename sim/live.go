@@ -158,7 +158,7 @@ func (l *Live) Step(t time.Duration, finished []trace.JobID, rem func(trace.JobI
 	var ch Changes
 	if sched {
 		before := make(map[trace.JobID]int, len(e.run))
-		for _, j := range e.run {
+		for _, j := range e.running() {
 			e.settle(j.Idx) // time-based accounting (attained service, restart time) up to now
 			r := rem(j.ID)
 			if math.IsNaN(r) || r < 0 {

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -74,6 +75,9 @@ func (e *engine) settle(i int32) {
 // partners returns the distinct jobs sharing a GPU with j.
 func (e *engine) partners(j *policy.Job, buf []*policy.Job) []*policy.Job {
 	buf = buf[:0]
+	if e.cl.Shared() == 0 {
+		return buf // no GPU holds two jobs
+	}
 	for _, g := range j.On {
 		for _, id := range e.cl.Jobs(g) {
 			if id != j.ID {
@@ -169,12 +173,17 @@ func (e *engine) stopRunning(j *policy.Job) {
 	j.Running = false
 	e.q.retire(j.Idx)
 	j.Since, j.LastRun = e.now, e.now
-	k, found := slices.BinarySearch(e.runIDs, j.ID)
-	if !found {
+	k := e.runAt[j.Idx]
+	if k < 0 {
 		panic(fmt.Sprintf("sim: job %d not in the running list", j.ID))
 	}
-	e.run = slices.Delete(e.run, k, k+1)
-	e.runIDs = slices.Delete(e.runIDs, k, k+1)
+	n := len(e.run) - 1
+	e.run[k], e.runIdx[k] = e.run[n], e.runIdx[n]
+	e.runAt[e.runIdx[k]] = k
+	e.run[n] = nil
+	e.run, e.runIdx = e.run[:n], e.runIdx[:n]
+	e.runAt[j.Idx] = -1
+	e.runSorted = false
 	e.stats[j.Idx].sharedNow = false
 }
 
@@ -187,7 +196,6 @@ func (e *engine) schedule() error {
 		}
 		st := &e.state
 		st.Now = e.now
-		st.Running = e.run
 		st.Finished = e.finished
 		st.Rerated = e.rerated
 		st.Resync = e.live
@@ -417,9 +425,12 @@ func (e *engine) startRunning(i int32, pl policy.Placement) {
 		j.Started = true
 		e.stats[i].start = e.now
 	}
-	k, _ := slices.BinarySearch(e.runIDs, j.ID)
-	e.run = slices.Insert(e.run, k, j)
-	e.runIDs = slices.Insert(e.runIDs, k, j.ID)
+	if e.runAt[i] >= 0 {
+		panic(fmt.Sprintf("sim: job %d started twice", j.ID))
+	}
+	e.runAt[i] = int32(len(e.run))
+	e.run, e.runIdx = append(e.run, j), append(e.runIdx, i)
+	e.runSorted = false
 	if e.obs != nil {
 		ids := make([]string, len(j.On))
 		for k, g := range j.On {
@@ -435,7 +446,7 @@ func (e *engine) startRunning(i int32, pl policy.Placement) {
 func (e *engine) eventLosses() {
 	buf := e.partnered[:0]
 	defer func() { e.partnered = buf }()
-	for _, j := range e.run {
+	for _, j := range e.running() {
 		i := j.Idx
 		e.settle(i)
 		st := &e.stats[i]
@@ -467,4 +478,15 @@ func (e *engine) needsSmallerSub(j *policy.Job, gpus []int) bool {
 		}
 	}
 	return false
+}
+
+// running returns the running jobs by ID (State.Running), sorting them again only after a
+// start or stop.
+func (e *engine) running() []*policy.Job {
+	if !e.runSorted {
+		e.runByID = append(e.runByID[:0], e.run...)
+		slices.SortFunc(e.runByID, func(a, b *policy.Job) int { return cmp.Compare(a.ID, b.ID) })
+		e.runSorted = true
+	}
+	return e.runByID
 }

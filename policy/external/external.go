@@ -224,7 +224,7 @@ func (p *Policy) appendState(b []byte, s *policy.State) []byte {
 	for _, id := range p.stopped {
 		update(s.Lookup(id))
 	}
-	for _, j := range s.Running {
+	for _, j := range s.Running() {
 		update(j)
 	}
 	b = append(b, `],"finished":[`...)
