@@ -2,6 +2,7 @@ package sim
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -89,7 +90,8 @@ func withArg(t testing.TB, spec, arg string) string {
 }
 
 // checkedPolicy verifies, at every decision, that sharing placements of sjf-bsbf pass the share
-// check against every running partner (docs/paper.md §10, T8).
+// check against every running partner (docs/paper.md §10, T8), and that State.Running lists
+// exactly the running jobs, by ID.
 type checkedPolicy struct {
 	policy.Policy
 	t    testing.TB
@@ -104,6 +106,16 @@ func (c checkedPolicy) Key(j *policy.Job) policy.Key {
 }
 
 func (c checkedPolicy) Schedule(s *policy.State) (policy.Plan, error) {
+	var running []*policy.Job
+	for _, j := range s.Jobs {
+		if j.Running {
+			running = append(running, j)
+		}
+	}
+	slices.SortFunc(running, func(a, b *policy.Job) int { return cmp.Compare(a.ID, b.ID) })
+	if got := s.Running(); !slices.Equal(got, running) {
+		c.t.Errorf("%s at %v: State.Running lists %d jobs, not the %d running ones by ID", c.spec, s.Now, len(got), len(running))
+	}
 	plan, err := c.Policy.Schedule(s)
 	for _, pl := range plan.Start {
 		j := s.Lookup(pl.Job)
