@@ -29,3 +29,24 @@ func EarlyFixed(p Policy) int {
 	}
 	return 0
 }
+
+// WalkMerges returns how many walks of p merged the families and how many families prune
+// dropped from the merge's heap, for the policies on greedy.
+func WalkMerges(p Policy) (merges, pruned int) {
+	var g *greedy
+	switch p := p.(type) {
+	case *FIFO:
+		g = &p.g
+	case *SJF:
+		g = &p.g
+	case *SJFBSBF:
+		g = &p.g
+	case *SJFFFS:
+		g = &p.g
+	case *TiresiasEntry:
+		g = &p.g
+	default:
+		return 0, 0
+	}
+	return g.merges, g.pruned
+}

@@ -421,12 +421,32 @@ func (g *greedy) next() *Job {
 				g.heads.down(0)
 			}
 		case !g.viable(h):
-			g.heads.pop()
+			if h.GPUs >= g.failed || !g.phase1 && h.GPUs > g.free() {
+				g.prune()
+			} else {
+				g.heads.pop()
+			}
 		default:
 			return h
 		}
 	}
 	return nil
+}
+
+// prune drops from the heap every family not worth walking. Within an epoch a family only
+// stops being worth walking (free GPUs and failed only shrink, dead families only grow), so it
+// drops at once the families that would reach the top later only to be popped; when the top
+// is too large, most of those are. The heap's top stays the least viable family's head.
+func (g *greedy) prune() {
+	items := g.heads.items[:0]
+	for _, f := range g.heads.items {
+		if g.viable(g.head[f]) {
+			items = append(items, f)
+		}
+	}
+	g.pruned += len(g.heads.items) - len(items)
+	g.heads.items = items
+	g.heads.init()
 }
 
 // setHead makes h family f's next job and returns it.
@@ -441,6 +461,7 @@ func (g *greedy) setHead(f int, h *Job) *Job {
 // merge switches the walk from scanning State.Pending to merging the families.
 func (g *greedy) merge() {
 	g.merging = true
+	g.merges++
 	for f := range g.head {
 		g.cur[f] = Pos{}
 		h := g.setHead(f, g.s.ByFamily[f].At(Pos{}))

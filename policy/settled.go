@@ -160,6 +160,8 @@ type settledState struct {
 	arr       []*Job // arrivals, reused
 	skips     int    // calls the shortcut answered (for tests)
 	fixed     int    // running jobs fixEarly left in place (for tests)
+	merges    int    // walks that merged the families (for tests)
+	pruned    int    // families prune dropped from the merge's heap (for tests)
 }
 
 // A call after a walk that left the cluster settled, with finished jobs among the changes, walks

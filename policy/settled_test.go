@@ -2,16 +2,13 @@ package policy_test
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"math/rand/v2"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/sharebench/sharebench/cluster"
 	"github.com/sharebench/sharebench/policy"
-	"github.com/sharebench/sharebench/profile"
 	"github.com/sharebench/sharebench/sim"
 	"github.com/sharebench/sharebench/trace"
 )
@@ -24,10 +21,7 @@ import (
 // with finished jobs must leave a good share of the running jobs in place (fixEarly).
 func TestSettledShortcut(t *testing.T) {
 	t.Parallel()
-	prof, err := profile.LoadFile(filepath.Join("..", "results", "profiles", "gavel-v100.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	prof := gavelProfile(t)
 	models := []string{"resnet18", "lm", "a3c", "transformer", "cyclegan"}
 	specs := []string{"fifo", "tiresias-entry-order", "tiresias-testbed", "tiresias-authors"}
 	skips, fixed := map[string]int{}, map[string]int{}
@@ -52,26 +46,9 @@ func TestSettledShortcut(t *testing.T) {
 			cfg.Interval = 150 * time.Second
 		}
 		for _, spec := range specs {
-			var logs [2][]byte
-			for k, s := range []string{spec, exhaustive(t, spec)} {
-				p, err := policy.Builtin().New(s)
-				if err != nil {
-					t.Fatal(err)
-				}
-				var buf bytes.Buffer
-				obs, flush := sim.JSONLWriter(&buf)
-				if _, err := sim.Run(context.Background(), cfg, jobs, p, prof, obs); err != nil {
-					t.Fatalf("seed %d %s: %v", seed, s, err)
-				}
-				if err := flush(); err != nil {
-					t.Fatal(err)
-				}
-				logs[k] = buf.Bytes()
-				if k == 0 {
-					skips[spec] += policy.SettledSkips(p)
-					fixed[spec] += policy.EarlyFixed(p)
-				}
-			}
+			p, logs := decideBoth(t, cfg, jobs, prof, spec)
+			skips[spec] += policy.SettledSkips(p)
+			fixed[spec] += policy.EarlyFixed(p)
 			if !bytes.Equal(logs[0], logs[1]) {
 				t.Errorf("seed %d %s: the shortcut and the exhaustive walk decide differently\n%s", seed, spec, firstDiff(logs[0], logs[1]))
 			}

@@ -1,0 +1,101 @@
+package policy_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/sharebench/sharebench/cluster"
+	"github.com/sharebench/sharebench/policy"
+	"github.com/sharebench/sharebench/profile"
+	"github.com/sharebench/sharebench/sim"
+	"github.com/sharebench/sharebench/trace"
+)
+
+// TestMergedWalk runs the policies on greedy and their exhaustive walks on random saturated
+// traces with many families (models × GPU counts) and long queues, where the walk merges the
+// families (next) and prunes the merge's heap instead of scanning State.Pending. The decision
+// logs must be equal, and the traces must make the walks merge and prune.
+func TestMergedWalk(t *testing.T) {
+	t.Parallel()
+	prof := gavelProfile(t)
+	models := []string{"resnet18", "resnet50", "lm", "a3c", "transformer", "cyclegan", "recommendation"}
+	specs := []string{"fifo", "sjf", "tiresias-entry-order", "tiresias-testbed", "sjf-ffs-preempt", "sjf-bsbf"}
+	merges, pruned := map[string]int{}, map[string]int{}
+	for seed := range uint64(16) {
+		rng := rand.New(rand.NewPCG(seed, 21))
+		shape := cluster.Shape{Nodes: 2 + rng.IntN(3), GPUsPerNode: 4, GPUMemBytes: 32 * cluster.GiB, MaxShare: 2}
+		var jobs []trace.Job
+		at := time.Duration(0)
+		for id := 0; id < 260; {
+			for range 1 + rng.IntN(6) {
+				// Mostly jobs of a node or more, so that a few idle GPUs leave long runs of
+				// waiting jobs that do not fit.
+				gpus := []int{1, 2, 3, 4, 4, 4, 5, 8, 8, 6}[rng.IntN(10)]
+				iters := int64([]int{50, 400, 2000, 8000, 30000}[rng.IntN(5)])
+				jobs = append(jobs, trace.Job{ID: trace.JobID(id), Submit: at, GPUs: min(gpus, shape.GPUs()), Iters: iters, Model: models[rng.IntN(len(models))]})
+				id++
+			}
+			at += time.Duration(rng.IntN(30)) * 5 * time.Second
+		}
+		cfg := sim.Config{Shape: shape, TraceName: fmt.Sprintf("seed %d", seed),
+			Restart: sim.RestartCost{Source: []sim.RestartSource{sim.RestartOff, sim.RestartAuto, sim.RestartLineage}[seed%3]}}
+		for _, spec := range specs {
+			p, logs := decideBoth(t, cfg, jobs, prof, spec)
+			if !bytes.Equal(logs[0], logs[1]) {
+				t.Errorf("seed %d %s: the merged walk and the exhaustive walk decide differently\n%s", seed, spec, firstDiff(logs[0], logs[1]))
+			}
+			m, n := policy.WalkMerges(p)
+			merges[spec] += m
+			pruned[spec] += n
+		}
+	}
+	t.Logf("walks that merged: %v; families pruned: %v", merges, pruned)
+	for _, spec := range specs {
+		// sjf-ffs-preempt's walks rarely leave phase 1, and it fails no family by size.
+		if merges[spec] < 100 || pruned[spec] < 100 && spec != "sjf-ffs-preempt" {
+			t.Errorf("%s: %d merged walks, %d families pruned: the traces do not exercise them", spec, merges[spec], pruned[spec])
+		}
+	}
+}
+
+// decideBoth runs spec and its exhaustive walk on jobs and returns the policy that took the
+// shortcuts, after its run, and the two decision logs.
+func decideBoth(t *testing.T, cfg sim.Config, jobs []trace.Job, prof *profile.Table, spec string) (policy.Policy, [2][]byte) {
+	t.Helper()
+	var logs [2][]byte
+	var first policy.Policy
+	for k, s := range []string{spec, exhaustive(t, spec)} {
+		p, err := policy.Builtin().New(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf bytes.Buffer
+		obs, flush := sim.JSONLWriter(&buf)
+		if _, err := sim.Run(context.Background(), cfg, jobs, p, prof, obs); err != nil {
+			t.Fatalf("%s %s: %v", cfg.TraceName, s, err)
+		}
+		if err := flush(); err != nil {
+			t.Fatal(err)
+		}
+		logs[k] = buf.Bytes()
+		if k == 0 {
+			first = p
+		}
+	}
+	return first, logs
+}
+
+// gavelProfile loads the shipped Gavel V100 profile.
+func gavelProfile(t *testing.T) *profile.Table {
+	t.Helper()
+	prof, err := profile.LoadFile(filepath.Join("..", "results", "profiles", "gavel-v100.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return prof
+}
