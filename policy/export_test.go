@@ -7,25 +7,36 @@ func CheckReplacedDeadlines() (restore func()) {
 	return func() { checkReplaced = false }
 }
 
-// SettledSkips returns how many calls of p the settled shortcut answered (settled.go), for the
-// policies that take it.
-func SettledSkips(p Policy) int {
+// greedyOf returns the walk of a policy on greedy, or nil.
+func greedyOf(p Policy) *greedy {
 	switch p := p.(type) {
 	case *FIFO:
-		return p.g.skips
+		return &p.g
+	case *SJF:
+		return &p.g
+	case *SJFBSBF:
+		return &p.g
+	case *SJFFFS:
+		return &p.g
 	case *TiresiasEntry:
-		return p.g.skips
+		return &p.g
+	}
+	return nil
+}
+
+// SettledSkips returns how many calls of p the settled shortcut answered (settled.go); only
+// the policies whose walks settle take it.
+func SettledSkips(p Policy) int {
+	if g := greedyOf(p); g != nil {
+		return g.skips
 	}
 	return 0
 }
 
 // EarlyFixed returns how many running jobs fixEarly left in place over p's calls (settled.go).
 func EarlyFixed(p Policy) int {
-	switch p := p.(type) {
-	case *FIFO:
-		return p.g.fixed
-	case *TiresiasEntry:
-		return p.g.fixed
+	if g := greedyOf(p); g != nil {
+		return g.fixed
 	}
 	return 0
 }
@@ -33,20 +44,8 @@ func EarlyFixed(p Policy) int {
 // WalkMerges returns how many walks of p merged the families and how many families prune
 // dropped from the merge's heap, for the policies on greedy.
 func WalkMerges(p Policy) (merges, pruned int) {
-	var g *greedy
-	switch p := p.(type) {
-	case *FIFO:
-		g = &p.g
-	case *SJF:
-		g = &p.g
-	case *SJFBSBF:
-		g = &p.g
-	case *SJFFFS:
-		g = &p.g
-	case *TiresiasEntry:
-		g = &p.g
-	default:
-		return 0, 0
+	if g := greedyOf(p); g != nil {
+		return g.merges, g.pruned
 	}
-	return g.merges, g.pruned
+	return 0, 0
 }
