@@ -45,12 +45,16 @@ type Cluster struct {
 	allocs map[trace.JobID]*alloc
 	// dense holds the allocations of jobs with IDs in [lo, lo+len(dense)) instead of allocs
 	// (see Dense): most traces number their jobs densely, and a slice beats a map.
-	dense   []*alloc
-	lo      trace.JobID
-	spare   []*alloc // allocations undone by Rollback, reused by Place
-	undo    []change
-	marks   []int // open marks' checkpoints, innermost last
-	version uint64
+	dense []*alloc
+	lo    trace.JobID
+	spare []*alloc // allocations undone by Rollback, reused by Place
+	undo  []change
+	// released is a Bloom filter of the jobs released into the undo log since it was last
+	// empty, one bit per job ID modulo its size: a placement looks for its job's release in the
+	// log (undone) only when the bit is set, as a fresh start's is not.
+	released [16]uint64
+	marks    []int // open marks' checkpoints, innermost last
+	version  uint64
 }
 
 type alloc struct {
@@ -361,7 +365,7 @@ const undoneWindow = 64
 // the allocation a describes, removes it from the undo log and returns its allocation; nil if
 // there is none.
 func (c *Cluster) undone(j trace.JobID, a *alloc) *alloc {
-	if len(c.marks) == 0 {
+	if len(c.marks) == 0 || c.released[uint64(j)/64%16]&(1<<(uint64(j)%64)) == 0 {
 		return nil
 	}
 	floor := max(c.marks[len(c.marks)-1], len(c.undo)-undoneWindow)
@@ -434,6 +438,7 @@ func (c *Cluster) Release(j trace.JobID) error {
 	c.release(j, a)
 	if len(c.marks) > 0 {
 		c.undo = append(c.undo, change{place: false, job: j, a: a})
+		c.released[uint64(j)/64%16] |= 1 << (uint64(j) % 64)
 	} else {
 		c.spare = append(c.spare, a) // nothing refers to it any more
 	}
@@ -504,6 +509,9 @@ func (c *Cluster) Rollback(mark int) {
 	}
 	c.undo = c.undo[:mark]
 	c.marks = c.marks[:len(c.marks)-1]
+	if mark == 0 {
+		c.released = [16]uint64{}
+	}
 }
 
 // Depth returns the number of open marks.
@@ -549,5 +557,6 @@ func (c *Cluster) Commit(mark int) {
 			}
 		}
 		c.undo = c.undo[:0]
+		c.released = [16]uint64{}
 	}
 }
