@@ -28,7 +28,5 @@ func (p *FIFO) Exclusive() {}
 
 // Schedule places pending jobs first come, first served.
 func (p *FIFO) Schedule(s *State) (Plan, error) {
-	var plan Plan
-	err := p.g.run(s, submitKey, &plan)
-	return plan, err
+	return p.g.schedule(s, submitKey)
 }

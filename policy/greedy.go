@@ -71,6 +71,7 @@ type greedy struct {
 	// Per-call walk state.
 	s    *State
 	plan *Plan
+	out  Plan     // the plan of schedule
 	dead []uint64 // epoch at which each family last failed (epochs count on across calls)
 	// failed is, with bySize, the fewest GPUs a job asked for that failed in this epoch: every
 	// job of as many GPUs or more fails too.
@@ -219,6 +220,14 @@ func (g *greedy) rekey(j *Job) { g.rekeyed = append(g.rekeyed, j) }
 
 // changed notes a change the walk cannot see in its inputs (pending jobs re-keyed).
 func (g *greedy) changed() { g.still, g.settled = false, false }
+
+// schedule makes a call's plan with run, in memory of the walk's own that the next call reuses:
+// the engine is done with a plan before it calls again.
+func (g *greedy) schedule(s *State, runKey func(*Job) Key) (Plan, error) {
+	g.out = Plan{}
+	err := g.run(s, runKey, &g.out)
+	return g.out, err
+}
 
 // run walks the pending jobs in order (and, when preempting, the running jobs ranked by runKey)
 // and fills plan.

@@ -30,7 +30,5 @@ func (p *SJF) Key(j *Job) Key { return remKey(j) }
 
 // Schedule places the shortest jobs first.
 func (p *SJF) Schedule(s *State) (Plan, error) {
-	var plan Plan
-	err := p.g.run(s, runRemKey(s.Now), &plan)
-	return plan, err
+	return p.g.schedule(s, runRemKey(s.Now))
 }

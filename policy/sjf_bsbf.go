@@ -107,7 +107,5 @@ func (p *SJFBSBF) Mode() profile.Mode { return profile.Mode(p.g.mode()) }
 
 // Schedule places the shortest jobs first, sharing only where Theorem 1 says it pays.
 func (p *SJFBSBF) Schedule(s *State) (Plan, error) {
-	var plan Plan
-	err := p.g.run(s, runRemKey(s.Now), &plan)
-	return plan, err
+	return p.g.schedule(s, runRemKey(s.Now))
 }

@@ -74,9 +74,7 @@ func (p *SJFFFS) Mode() profile.Mode { return profile.Mode(p.g.mode()) }
 
 // Schedule places the shortest jobs first, sharing wherever there is room.
 func (p *SJFFFS) Schedule(s *State) (Plan, error) {
-	var plan Plan
-	err := p.g.run(s, runRemKey(s.Now), &plan)
-	return plan, err
+	return p.g.schedule(s, runRemKey(s.Now))
 }
 
 // sharingWith explains a first fit with partners, formatting the IDs as fmt's %v would ("[1 2]")

@@ -28,6 +28,7 @@ import (
 // every arrival and completion, so it must see them all.
 type Tiresias struct {
 	limits     []float64 // queue limits in seconds of attained service
+	demoteWhy  []string  // demoteWhy[q-1]: the decision log's reason for a demotion to queue q
 	gpuTime    bool
 	exhaustive bool
 
@@ -142,6 +143,9 @@ func newTiresias(a TiresiasArgs) (*Tiresias, error) {
 	}
 	t := &Tiresias{limits: slices.Clone(a.LimitsS), exhaustive: a.Exhaustive,
 		elig: binHeap[lasDeadline]{less: lasBefore}, jump: binHeap[lasDeadline]{less: lasBefore}}
+	for q, l := range t.limits {
+		t.demoteWhy = append(t.demoteWhy, fmt.Sprintf("queue %d: attained service reached %gs", q+1, l))
+	}
 	switch a.Service {
 	case "gpu-time":
 		t.gpuTime = true
@@ -265,8 +269,7 @@ func (t *Tiresias) Schedule(s *State) (Plan, error) {
 			t.unlink(j, st)
 		}
 		st.queue++
-		plan.Notes = append(plan.Notes, Note{Job: j.ID, Event: "demote",
-			Reason: fmt.Sprintf("queue %d: attained service reached %gs", st.queue, t.limits[st.queue-1])})
+		plan.Notes = append(plan.Notes, Note{Job: j.ID, Event: "demote", Reason: t.demoteWhy[st.queue-1]})
 	}
 	// The walk meets the demoted jobs queue by queue, each queue's in arrival order.
 	slices.SortStableFunc(t.demoted, func(a, b int32) int { return cmp.Compare(t.st[a].queue, t.st[b].queue) })

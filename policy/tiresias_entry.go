@@ -28,6 +28,11 @@ type TiresiasEntry struct {
 	st      []tiresiasJob // by Job.Idx
 	due     deadlines
 	runKey  func(*Job) Key
+	// demoted[q-1] is the decision log's reason for a demotion to queue q.
+	demoted []string
+	// plan is the call's plan, whose notes and re-keys reuse the memory of the last call's:
+	// the engine is done with a plan before it calls again.
+	plan Plan
 }
 
 type tiresiasJob struct {
@@ -65,6 +70,7 @@ func newTiresiasEntry(a TiresiasEntryArgs) (*TiresiasEntry, error) {
 			return nil, fmt.Errorf("limits_s: want positive, increasing limits, got %v", a.LimitsS)
 		}
 		t.limits = append(t.limits, seconds(l))
+		t.demoted = append(t.demoted, "queue "+strconv.Itoa(i+1)+": attained service reached "+fmtDur(t.limits[i]))
 	}
 	switch a.Service {
 	case "time":
@@ -125,7 +131,8 @@ func (t *TiresiasEntry) queueOf(service time.Duration) int {
 
 // Schedule applies the demotions and promotions due now, then walks the queues.
 func (t *TiresiasEntry) Schedule(s *State) (Plan, error) {
-	var plan Plan
+	plan := &t.plan
+	*plan = Plan{Notes: plan.Notes[:0], Rekey: plan.Rekey[:0]}
 	for {
 		d, ok := t.due.pop(s.Now)
 		if !ok {
@@ -143,7 +150,7 @@ func (t *TiresiasEntry) Schedule(s *State) (Plan, error) {
 				t.g.rekey(j)
 				n := Note{Job: j.ID, Event: "demote"}
 				if s.Env.Explain {
-					n.Reason = "queue " + strconv.Itoa(q) + ": attained service reached " + fmtDur(t.limits[q-1])
+					n.Reason = t.demoted[q-1]
 				}
 				plan.Notes = append(plan.Notes, n)
 			}
@@ -171,10 +178,10 @@ func (t *TiresiasEntry) Schedule(s *State) (Plan, error) {
 			t.g.sync(s, runKey)
 		}
 		plan.Wake = s.Now
-		return plan, nil
+		return *plan, nil
 	}
-	if err := t.g.run(s, runKey, &plan); err != nil {
-		return plan, err
+	if err := t.g.run(s, runKey, plan); err != nil {
+		return *plan, err
 	}
 	for _, pl := range plan.Start {
 		j := s.Lookup(pl.Job)
@@ -194,7 +201,7 @@ func (t *TiresiasEntry) Schedule(s *State) (Plan, error) {
 	if next, ok := t.due.next(s.Now); ok {
 		plan.Wake = max(next, s.Now+1)
 	}
-	return plan, nil
+	return *plan, nil
 }
 
 // pushDemotion schedules the instant a job that is (or is about to be) running crosses the next
