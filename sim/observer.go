@@ -110,18 +110,27 @@ func JSONLWriter(w io.Writer) (Observer, func() error) {
 	return obs, flush
 }
 
+// plain marks the bytes strconv.AppendQuote leaves as they are on their own: printable ASCII
+// but the quote and the backslash (one lookup per byte; most of the log's strings are these).
+var plain = func() (t [256]bool) {
+	for c := 0x20; c <= 0x7e; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
 // appendQuote is strconv.AppendQuote, with a fast path for strings it would leave as they are:
 // valid UTF-8 of printable runes without quotes or backslashes (GPU names, event kinds,
 // reasons, which may hold "≥" or "×").
 func appendQuote(b []byte, s string) []byte {
 	for i := 0; i < len(s); {
 		c := s[i]
-		if c < utf8.RuneSelf {
-			if c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
-				return strconv.AppendQuote(b, s)
-			}
+		if plain[c] {
 			i++
 			continue
+		}
+		if c < utf8.RuneSelf {
+			return strconv.AppendQuote(b, s)
 		}
 		r, n := utf8.DecodeRuneInString(s[i:])
 		if r == utf8.RuneError && n == 1 || !strconv.IsPrint(r) {

@@ -61,4 +61,11 @@ func TestAppendQuote(t *testing.T) {
 			t.Errorf("appendQuote(%q) = %s, want %s", s, got, want)
 		}
 	}
+	for c := range 256 { // every byte, alone and between plain ones
+		for _, s := range []string{string([]byte{byte(c)}), "a" + string([]byte{byte(c)}) + "b"} {
+			if got, want := string(appendQuote(nil, s)), strconv.Quote(s); got != want {
+				t.Errorf("appendQuote(%q) = %s, want %s", s, got, want)
+			}
+		}
+	}
 }
