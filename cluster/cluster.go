@@ -394,19 +394,22 @@ func (c *Cluster) place(j trace.JobID, a *alloc) {
 			lastNode = n
 		}
 		k := int(c.cnt[g])
-		slots, tags := c.occ[g*ms:g*ms+k+1], c.tags[g*ms:g*ms+k+1]
-		switch k {
-		case 0:
+		if at := g * ms; k == 0 {
+			// An idle GPU (always, without sharing): no slot to move.
+			c.occ[at], c.tags[at] = j, a.tag
 			c.sole[a.tag]++
-		case 1:
-			c.sole[tags[0]]--
+		} else {
+			slots, tags := c.occ[at:at+k+1], c.tags[at:at+k+1]
+			if k == 1 {
+				c.sole[tags[0]]--
+			}
+			i := k
+			for i > 0 && slots[i-1] > j {
+				slots[i], tags[i] = slots[i-1], tags[i-1]
+				i--
+			}
+			slots[i], tags[i] = j, a.tag
 		}
-		i := k
-		for i > 0 && slots[i-1] > j {
-			slots[i], tags[i] = slots[i-1], tags[i-1]
-			i--
-		}
-		slots[i], tags[i] = j, a.tag
 		c.cnt[g]++
 		c.free[g] -= a.mem
 		if k == 0 {
@@ -456,18 +459,20 @@ func (c *Cluster) release(j trace.JobID, a *alloc) {
 			lastNode = n
 		}
 		k := int(c.cnt[g])
-		slots, tags := c.occ[g*ms:g*ms+k], c.tags[g*ms:g*ms+k]
-		i := slices.Index(slots, j)
-		if i < 0 {
-			panic(fmt.Sprintf("cluster: job %d missing from GPU %s", j, c.ID(g)))
-		}
-		copy(slots[i:], slots[i+1:])
-		copy(tags[i:], tags[i+1:])
-		switch k {
-		case 1:
+		if at := g * ms; k == 1 && c.occ[at] == j {
+			// j alone (always, without sharing): the GPU empties, no slot to move.
 			c.sole[a.tag]--
-		case 2:
-			c.sole[tags[0]]++
+		} else {
+			slots, tags := c.occ[at:at+k], c.tags[at:at+k]
+			i := slices.Index(slots, j)
+			if i < 0 {
+				panic(fmt.Sprintf("cluster: job %d missing from GPU %s", j, c.ID(g)))
+			}
+			copy(slots[i:], slots[i+1:])
+			copy(tags[i:], tags[i+1:])
+			if k == 2 {
+				c.sole[tags[0]]++
+			}
 		}
 		c.cnt[g]--
 		c.free[g] += a.mem
