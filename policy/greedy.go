@@ -84,7 +84,7 @@ type greedy struct {
 	phase1  bool      // some running job may still rank below the walk (see walk)
 	cur     []Pos     // each family's next job in State.ByFamily, unless the family lags (below)
 	head    []*Job    // the job at cur, nil past the end
-	headA   []float64 // head's K.A, for the heap's comparisons
+	headK   []headKey // head's key, submission and ID, for the heap's comparisons
 	heads   binHeap[int32]
 	// The walk position: the last job walked (pending or victim) and its key. A family that
 	// failed keeps its position until the cluster changes; it then lags behind the walk and
@@ -111,6 +111,13 @@ type greedy struct {
 	ahead []vrun
 	best  int
 	settledState
+}
+
+// headKey is what Compare looks at of a family's next job.
+type headKey struct {
+	k   Key
+	sub time.Duration
+	id  trace.JobID
 }
 
 type famFail struct {
@@ -329,16 +336,22 @@ func (g *greedy) walk() error {
 		g.dead = append(g.dead, make([]uint64, nf-len(g.dead))...)
 		g.cur = make([]Pos, nf)
 		g.head = make([]*Job, nf)
-		g.headA = make([]float64, nf)
+		g.headK = make([]headKey, nf)
 	}
 	if g.heads.less == nil {
 		g.heads.less = func(a, b int32) bool {
-			// The heads' first keys sit in headA, so most comparisons read no job.
-			if c := cmpA(g.headA[a], g.headA[b]); c != 0 {
-				return c < 0 // as Compare, which looks at A first
+			// Compare on copies of the heads' keys: the comparisons read no job.
+			x, y := &g.headK[a], &g.headK[b]
+			if c := cmpA(x.k.A, y.k.A); c != 0 {
+				return c < 0
 			}
-			x, y := g.head[a], g.head[b]
-			return Compare(x.K, x, y.K, y) < 0
+			switch {
+			case x.k.B != y.k.B:
+				return x.k.B < y.k.B
+			case x.sub != y.sub:
+				return x.sub < y.sub
+			}
+			return x.id < y.id
 		}
 	}
 	g.walked, g.merging, g.skipped, g.scan = false, false, 0, Pos{}
@@ -462,7 +475,7 @@ func (g *greedy) prune() {
 func (g *greedy) setHead(f int, h *Job) *Job {
 	g.head[f] = h
 	if h != nil {
-		g.headA[f] = h.K.A
+		g.headK[f] = headKey{h.K, h.Submit, h.ID}
 	}
 	return h
 }

@@ -28,8 +28,10 @@ type TiresiasEntry struct {
 	st      []tiresiasJob // by Job.Idx
 	due     deadlines
 	runKey  func(*Job) Key
-	// demoted[q-1] is the decision log's reason for a demotion to queue q.
+	// demoted[q-1] is the decision log's reason for a demotion to queue q; starved ends that of
+	// a promotion.
 	demoted []string
+	starved string
 	// plan is the call's plan, whose notes and re-keys reuse the memory of the last call's:
 	// the engine is done with a plan before it calls again.
 	plan Plan
@@ -64,7 +66,8 @@ func newTiresiasEntry(a TiresiasEntryArgs) (*TiresiasEntry, error) {
 	if len(a.LimitsS) == 0 {
 		return nil, fmt.Errorf("limits_s: need at least one queue limit")
 	}
-	t := &TiresiasEntry{starve: a.StarveFactor, authors: a.AuthorsOrder}
+	t := &TiresiasEntry{starve: a.StarveFactor, authors: a.AuthorsOrder,
+		starved: " ≥ " + strconv.FormatFloat(a.StarveFactor, 'g', -1, 64) + " × attained service"}
 	for i, l := range a.LimitsS {
 		if !(l > 0) || math.IsInf(l, 0) || (i > 0 && l <= a.LimitsS[i-1]) {
 			return nil, fmt.Errorf("limits_s: want positive, increasing limits, got %v", a.LimitsS)
@@ -159,7 +162,7 @@ func (t *TiresiasEntry) Schedule(s *State) (Plan, error) {
 			st.queue, st.entered, st.base = 0, s.Now, j.Executed(s.Now)
 			n := Note{Job: j.ID, Event: "promote"}
 			if s.Env.Explain {
-				n.Reason = "waited " + fmtDur(s.Now-j.Since) + " ≥ " + strconv.FormatFloat(t.starve, 'g', -1, 64) + " × attained service"
+				n.Reason = "waited " + fmtDur(s.Now-j.Since) + t.starved
 			}
 			plan.Notes = append(plan.Notes, n)
 			plan.Rekey = append(plan.Rekey, j.ID)
