@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"testing"
 
@@ -141,5 +142,32 @@ func TestVersion(t *testing.T) {
 	shape := regexp.MustCompile(`^sharebench (\(devel\)|\(unknown\)|v\S+)( vcs\.revision=[0-9a-f]+)?( vcs\.modified=(true|false))? go\S+\n$`)
 	if code != 0 || !shape.MatchString(out) {
 		t.Errorf("--version: exit %d, %q", code, out)
+	}
+}
+
+// TestCompletion checks what shell completion offers for a few flags, the shipped labels among
+// them (read when completing, not when the command tree is built).
+func TestCompletion(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"reproduce", "--label", ""}, []string{"paper", "smoke"}},
+		{[]string{"report", "--label", ""}, []string{"paper", "smoke"}},
+		{[]string{"compare", "--label", ""}, []string{"paper", "smoke"}},
+		{[]string{"reproduce", "--backend", ""}, []string{"local", "slurm"}},
+	} {
+		code, out, _ := execCLI(append([]string{cobra.ShellCompRequestCmd}, tc.args...)...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d", tc.args, code)
+		}
+		// Completions, one per line, then ":directive".
+		got := strings.Split(strings.TrimSpace(out), "\n")
+		if len(got) == 0 || !strings.HasPrefix(got[len(got)-1], ":") {
+			t.Fatalf("%v: output %q has no directive", tc.args, out)
+		}
+		if got = got[:len(got)-1]; !slices.Equal(got, tc.want) {
+			t.Errorf("%v: completions %q, want %q", tc.args, got, tc.want)
+		}
 	}
 }

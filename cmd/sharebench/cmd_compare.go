@@ -55,7 +55,7 @@ and magnitude, computed from its own run directories.`,
 	}
 	cmd.Flags().StringVar(&label, "label", bench.LabelPaper, "the shipped experiments the directories hold: paper or smoke")
 	cmd.Flags().StringVar(&format, "format", "md", "output format: md, csv, latex or text")
-	completeValues(cmd, "label", bench.Labels()...)
+	completeLabels(cmd)
 	completeValues(cmd, "format", "md", "csv", "latex", "text")
 	return cmd
 }

@@ -45,7 +45,7 @@ func newReportCmd() *cobra.Command {
 	fs.StringVar(&o.spec, "spec", "", "the experiment spec `file` DIR holds (a sweep's output), instead of --label")
 	fs.StringArrayVar(&o.update, "update", nil, "rewrite the generated regions of this Markdown `file` (repeatable)")
 	fs.StringArrayVar(&o.check, "check", nil, "fail if the generated regions of this Markdown `file` are stale (repeatable)")
-	completeValues(cmd, "label", bench.Labels()...)
+	completeLabels(cmd)
 	completeFiles(cmd, []string{"md"}, "update", "check")
 	completeFiles(cmd, []string{"yaml", "yml"}, "spec")
 	return cmd

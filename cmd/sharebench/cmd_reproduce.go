@@ -67,7 +67,7 @@ func newReproduceCmd() *cobra.Command {
 	fs.BoolVar(&o.force, "force", false, "write into a non-empty --out that is not a sharebench reproduction")
 	fs.DurationVar(&o.timeout, "run-timeout", 0, "fail a run that takes longer than this `duration` (0: no limit)")
 	o.sw = addSweepFlags(fs)
-	completeValues(cmd, "label", bench.Labels()...)
+	completeLabels(cmd)
 	completeValues(cmd, "backend", "local", "slurm")
 	completeDirs(cmd, "out", "slurm-dir")
 	return cmd

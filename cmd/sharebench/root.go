@@ -13,6 +13,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/sharebench/sharebench/bench"
 )
 
 // execute runs the command line and returns the exit status. An error is printed as one line
@@ -282,6 +284,17 @@ func noArgs(cmd *cobra.Command, args []string) error {
 func completeValues(cmd *cobra.Command, flag string, values ...string) {
 	if err := cmd.RegisterFlagCompletionFunc(flag, cobra.FixedCompletions(values, cobra.ShellCompDirectiveNoFileComp)); err != nil {
 		panic(err) // a flag name that does not exist: a programming error
+	}
+}
+
+// completeLabels makes shell completion offer the shipped experiments' labels for --label. They
+// are read when completing, not at every start: reading them parses every shipped spec.
+func completeLabels(cmd *cobra.Command) {
+	labels := func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		return bench.Labels(), cobra.ShellCompDirectiveNoFileComp
+	}
+	if err := cmd.RegisterFlagCompletionFunc("label", labels); err != nil {
+		panic(err)
 	}
 }
 
