@@ -176,13 +176,11 @@ func appendExactSeconds(b []byte, d time.Duration) []byte {
 		frac /= 10
 		digits--
 	}
-	b = append(b, '.')
-	for p := digits - 1; p >= 0; p-- {
-		div := int64(1)
-		for range p {
-			div *= 10
-		}
-		b = append(b, byte('0'+frac/div%10))
+	var buf [10]byte // '.' and the digits, the last one first
+	buf[0] = '.'
+	for i := digits; i > 0; i-- {
+		buf[i] = byte('0' + frac%10)
+		frac /= 10
 	}
-	return b
+	return append(b, buf[:digits+1]...)
 }

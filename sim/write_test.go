@@ -1,10 +1,13 @@
 package sim
 
 import (
+	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -18,7 +21,25 @@ func TestExactSeconds(t *testing.T) {
 			t.Errorf("appendExactSeconds(%d) = %s, want %s", int64(d), got, want)
 		}
 	}
+	// Against the digits written out and trimmed, for durations of every fraction length.
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 100_000 {
+		d := time.Duration(rng.Int64N(1<<50)) / time.Duration(pow10[rng.IntN(10)])
+		if rng.IntN(2) == 0 {
+			d = -d
+		}
+		a := max(d, -d)
+		want := strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%d.%09d", a/time.Second, a%time.Second), "0"), ".")
+		if d < 0 {
+			want = "-" + want
+		}
+		if got := string(appendExactSeconds(nil, d)); got != want {
+			t.Fatalf("appendExactSeconds(%d) = %s, want %s", int64(d), got, want)
+		}
+	}
 }
+
+var pow10 = [10]int64{1, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9}
 
 // TestRunDirMode pins that a committed run directory has mode 0755 (less the umask), not the
 // 0700 of the temporary directory it is written in.
