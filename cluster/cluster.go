@@ -53,8 +53,11 @@ type Cluster struct {
 	// empty, one bit per job ID modulo its size: a placement looks for its job's release in the
 	// log (undone) only when the bit is set, as a fresh start's is not.
 	released [16]uint64
-	marks    []int // open marks' checkpoints, innermost last
-	version  uint64
+	// relAt[j-lo] is where in the undo log job j (of the dense range) was last released: a hint,
+	// as a removal from the log shifts the entries after it (undone checks it).
+	relAt   []int32
+	marks   []int // open marks' checkpoints, innermost last
+	version uint64
 }
 
 type alloc struct {
@@ -210,7 +213,7 @@ func (c *Cluster) setLoad(n int, old, new int32) {
 // Dense tells the cluster that most job IDs lie in [lo, lo+n), so that it can keep their
 // allocations in a slice. It must be called while the cluster is empty.
 func (c *Cluster) Dense(lo trace.JobID, n int) {
-	c.lo, c.dense = lo, make([]*alloc, n)
+	c.lo, c.dense, c.relAt = lo, make([]*alloc, n), make([]int32, n)
 }
 
 func (c *Cluster) alloc(j trace.JobID) *alloc {
@@ -369,18 +372,33 @@ func (c *Cluster) undone(j trace.JobID, a *alloc) *alloc {
 		return nil
 	}
 	floor := max(c.marks[len(c.marks)-1], len(c.undo)-undoneWindow)
+	if d := uint64(j - c.lo); d < uint64(len(c.relAt)) {
+		// A release of j where the hint points is its last change: no later release of j can
+		// have shifted there, and j is not placed (CanPlace), so none of its placements follows.
+		if i := int(c.relAt[d]); i < len(c.undo) && c.undo[i].job == j && !c.undo[i].place {
+			if i < floor {
+				return nil
+			}
+			return c.undoAt(i, a)
+		}
+	}
 	for i := len(c.undo) - 1; i >= floor; i-- {
-		ch := c.undo[i]
-		if ch.job != j {
-			continue
+		if c.undo[i].job == j {
+			return c.undoAt(i, a)
 		}
-		if ch.place || ch.a.mem != a.mem || ch.a.tag != a.tag || !slices.Equal(ch.a.gpus, a.gpus) {
-			return nil
-		}
-		c.undo = slices.Delete(c.undo, i, i+1)
-		return ch.a
 	}
 	return nil
+}
+
+// undoAt removes the undo log's entry i, the last change of its job, if it releases exactly the
+// allocation a describes, and returns the allocation released; nil otherwise.
+func (c *Cluster) undoAt(i int, a *alloc) *alloc {
+	ch := c.undo[i]
+	if ch.place || ch.a.mem != a.mem || ch.a.tag != a.tag || !slices.Equal(ch.a.gpus, a.gpus) {
+		return nil
+	}
+	c.undo = slices.Delete(c.undo, i, i+1)
+	return ch.a
 }
 
 func (c *Cluster) place(j trace.JobID, a *alloc) {
@@ -442,6 +460,9 @@ func (c *Cluster) Release(j trace.JobID) error {
 	if len(c.marks) > 0 {
 		c.undo = append(c.undo, change{place: false, job: j, a: a})
 		c.released[uint64(j)/64%16] |= 1 << (uint64(j) % 64)
+		if d := uint64(j - c.lo); d < uint64(len(c.relAt)) {
+			c.relAt[d] = int32(len(c.undo) - 1)
+		}
 	} else {
 		c.spare = append(c.spare, a) // nothing refers to it any more
 	}

@@ -312,6 +312,61 @@ func TestRollbackPlacedBack(t *testing.T) {
 	}
 }
 
+// TestPlacedBackOutOfOrder places released jobs back in the order they were released, so that
+// each removal from the undo log shifts the releases after it (undone's hints go stale), and
+// checks that a release further back than undone looks is left in the log.
+func TestPlacedBackOutOfOrder(t *testing.T) {
+	t.Parallel()
+	c := New(shape(2, 4))
+	c.Dense(2, 4) // jobs 2-5 in the slice, 7 in the map
+	jobs := []trace.JobID{2, 3, 7, 4}
+	for i, j := range jobs {
+		if err := c.PlaceTagged(j, []int{i}, GiB, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := snapshot(c)
+	mark := c.Mark()
+	for _, j := range jobs {
+		if err := c.Release(j); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, j := range jobs {
+		if err := c.PlaceTagged(j, []int{i}, GiB, 1); err != nil {
+			t.Fatal(err)
+		}
+		if want := len(jobs) - 1 - i; len(c.undo) != want {
+			t.Fatalf("job %d placed back: %d changes left, want %d", j, len(c.undo), want)
+		}
+	}
+	// A release followed by more changes than undone looks back at: placing the job back is a
+	// change of its own.
+	if err := c.Release(2); err != nil {
+		t.Fatal(err)
+	}
+	for k := range undoneWindow / 2 {
+		j := trace.JobID(100 + k)
+		if err := c.PlaceTagged(j, []int{7}, GiB, 1); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Release(j); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n := len(c.undo)
+	if err := c.PlaceTagged(2, []int{0}, GiB, 1); err != nil {
+		t.Fatal(err)
+	}
+	if len(c.undo) != n+1 {
+		t.Fatalf("job 2 placed back past the window: %d changes, want %d", len(c.undo), n+1)
+	}
+	c.Rollback(mark)
+	if after := snapshot(c); after != before {
+		t.Fatalf("rollback:\n%s\nwant\n%s", after, before)
+	}
+}
+
 // TestEachChange checks what EachChange reports against placements compared before and after
 // random changes under a mark: a job's first reported change is unchanged exactly when the job
 // sits as it did at the mark. It also checks PlacedAs and Depth.
