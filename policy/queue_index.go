@@ -29,8 +29,22 @@ func (q *Queue) ByIndex(jobs []*Job) {
 // find returns the chunk that holds, or would hold, index i: the first whose last index is not
 // below i, or the last chunk.
 func (x *idxQueue) find(i int32) int {
-	c, _ := slices.BinarySearch(x.tail, i)
-	return min(c, len(x.tail)-1)
+	return min(search32(x.tail, i), len(x.tail)-1)
+}
+
+// search32 is slices.BinarySearch's index for int32s, without its generic comparison: the
+// queue's every insertion and deletion searches twice.
+func search32(s []int32, v int32) int {
+	lo, hi := 0, len(s)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if s[m] < v {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
 }
 
 func (x *idxQueue) insert(j *Job) {
@@ -43,7 +57,7 @@ func (x *idxQueue) insert(j *Job) {
 		return
 	}
 	ci := x.find(i)
-	at, _ := slices.BinarySearch(x.chunks[ci], i)
+	at := search32(x.chunks[ci], i)
 	c := insertAt(x.buf[ci], x.chunks[ci], at, i)
 	if len(c) <= idxChunkMax {
 		x.chunks[ci] = c
@@ -78,8 +92,8 @@ func (x *idxQueue) delete(j *Job) bool {
 		return false
 	}
 	ci := x.find(j.Idx)
-	at, found := slices.BinarySearch(x.chunks[ci], j.Idx)
-	if !found {
+	at := search32(x.chunks[ci], j.Idx)
+	if at == len(x.chunks[ci]) || x.chunks[ci][at] != j.Idx {
 		return false
 	}
 	if c := x.chunks[ci]; len(c) > 1 {
@@ -120,10 +134,10 @@ func (x *idxQueue) after(k Key, j *Job) Pos {
 		}
 		return Pos{}
 	}
-	c, _ := slices.BinarySearch(x.tail, j.Idx+1)
+	c := search32(x.tail, j.Idx+1)
 	if c == len(x.chunks) {
 		return Pos{int32(c), 0}
 	}
-	i, _ := slices.BinarySearch(x.chunks[c], j.Idx+1)
+	i := search32(x.chunks[c], j.Idx+1)
 	return Pos{int32(c), int32(i)}
 }
