@@ -153,16 +153,24 @@ func (r *runSet) clear() {
 // small entries that hold the first key, which decides most comparisons; the rest of the
 // entry stays in the pool.
 type fentry struct {
-	a     float64 // pool[slot].k.A
-	slot  int32
-	i     int32 // index in items, -1 for a job put back
-	exact bool
+	a    float64 // pool[slot].k.A
+	slot int32
+	// ix is the index in items (-1 for a job put back) times two, plus one if the key is exact:
+	// 16 bytes an entry, which the heap's moves copy.
+	ix int32
 }
+
+func (e *fentry) item() int32 { return e.ix >> 1 }
+func (e *fentry) exact() bool { return e.ix&1 != 0 }
 
 // fnew makes a frontier entry for x.
 func (r *runSet) fnew(x ranked, i int32, exact bool) fentry {
 	r.pool = append(r.pool, x)
-	return fentry{a: x.k.A, slot: int32(len(r.pool) - 1), i: i, exact: exact}
+	ix := i * 2
+	if exact {
+		ix++
+	}
+	return fentry{a: x.k.A, slot: int32(len(r.pool) - 1), ix: ix}
 }
 
 // start begins a call's walk at time now: it refreshes the top's bound until it is exact (which
@@ -207,12 +215,12 @@ func (r *runSet) lowest(now time.Duration, key func(*Job) Key) (ranked, bool) {
 	for len(r.front) > 0 {
 		top := &r.front[0]
 		x := &r.pool[top.slot]
-		if !top.exact {
+		if !top.exact() {
 			// Its exact key is at most its bound: it stays on top if they are equal, else it
 			// sinks; its children, bounded by it, join the frontier either way.
 			k := key(x.j)
-			top.exact = true
-			i := top.i
+			i := top.item()
+			top.ix |= 1
 			if k != x.k {
 				x.k, top.a = k, k.A
 				r.fdown(0)
@@ -248,14 +256,15 @@ func (r *runSet) putBack(x ranked) {
 // fbefore orders frontier entries as less orders items: a total order (IDs are unique), so any
 // heap of them pops in one order.
 func (r *runSet) fbefore(x, y *fentry) bool {
-	switch {
-	case x.a > y.a:
-		return true
-	case x.a < y.a:
-		return false
-	}
-	return lower(&r.pool[x.slot], &r.pool[y.slot]) // equal first keys, or NaN
+	// Small enough to inline into the heap's loops; ties and NaNs go to ftie.
+	return x.a > y.a || !(x.a < y.a) && r.ftie(x, y)
 }
+
+// ftie orders frontier entries whose first keys are equal, or NaN. It stays a call, so that
+// fbefore inlines.
+//
+//go:noinline
+func (r *runSet) ftie(x, y *fentry) bool { return lower(&r.pool[x.slot], &r.pool[y.slot]) }
 
 // fpush and fdown move a hole instead of swapping entries, which writes each entry once.
 func (r *runSet) fpush(e fentry) {
