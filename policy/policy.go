@@ -13,7 +13,8 @@ import (
 
 // A Policy decides which pending jobs start where and which running jobs stop. Schedule must be
 // a deterministic function of the States it has been given; a policy may keep private state
-// between calls (Tiresias queues) but no clocks, globals or map-order dependence.
+// between calls (Tiresias queues) but no clocks, globals or map-order dependence. A plan is the
+// caller's until the next call, which may reuse its slices (the built-in policies do).
 type Policy interface {
 	Name() string
 	Schedule(s *State) (Plan, error)
