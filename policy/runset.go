@@ -28,6 +28,15 @@ func (r *runSet) less(a, b int) bool { return lower(&r.items[a], &r.items[b]) }
 // lower reports whether x ranks below y: Compare(x.k, x.j, y.k, y.j) > 0 on the copies in the
 // entries, which spares loading jobs.
 func lower(x, y *ranked) bool {
+	// Small enough to inline; equal first keys and NaNs go to lowerTie.
+	return x.k.A > y.k.A || !(x.k.A < y.k.A) && lowerTie(x, y)
+}
+
+// lowerTie is lower for first keys that are equal, or NaN. It stays a call, so that lower
+// inlines.
+//
+//go:noinline
+func lowerTie(x, y *ranked) bool {
 	if c := cmpA(x.k.A, y.k.A); c != 0 {
 		return c > 0
 	}
