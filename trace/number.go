@@ -71,6 +71,22 @@ func parseFixed(b []byte, scale int) (int64, numErr) {
 		return 0, numSyntax
 	}
 	var mag uint64
+	if intEnd-intStart+scale <= 19 {
+		// At most 19 digits, below 10^19 < 2^64: one range check at the end (the common case).
+		for _, c := range b[intStart:intEnd] {
+			mag = mag*10 + uint64(c-'0')
+		}
+		for k := range scale {
+			mag *= 10
+			if fracStart+k < fracEnd {
+				mag += uint64(b[fracStart+k] - '0')
+			}
+		}
+		if mag > math.MaxInt64 {
+			return 0, numRange
+		}
+		return finishFixed(b, mag, neg, fracStart+scale, fracEnd)
+	}
 	push := func(d uint64) bool {
 		if mag > (math.MaxInt64-d)/10 {
 			return false
@@ -92,7 +108,13 @@ func parseFixed(b []byte, scale int) (int64, numErr) {
 			return 0, numRange
 		}
 	}
-	for k := fracStart + scale; k < fracEnd; k++ {
+	return finishFixed(b, mag, neg, fracStart+scale, fracEnd)
+}
+
+// finishFixed checks that the digits b[from:to], below the scale, are zeros and returns mag
+// with its sign.
+func finishFixed(b []byte, mag uint64, neg bool, from, to int) (int64, numErr) {
+	for k := from; k < to; k++ {
 		if b[k] != '0' {
 			return 0, numPrecision
 		}
