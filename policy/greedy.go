@@ -845,6 +845,9 @@ func sameSet(a, sorted []int) bool {
 	if len(a) != len(sorted) {
 		return false
 	}
+	if slices.Equal(a, sorted) {
+		return true // a placement lists its GPUs in order, but for YARN's rest on an earlier node
+	}
 	for _, g := range a {
 		if _, found := slices.BinarySearch(sorted, g); !found {
 			return false

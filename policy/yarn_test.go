@@ -69,3 +69,28 @@ func TestYarnStill(t *testing.T) {
 		t.Fatal("yarnStill skips a try in the exhaustive walk")
 	}
 }
+
+// TestSameSet checks sameSet on placements in order, shuffled, and differing in one GPU.
+func TestSameSet(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	for range 10_000 {
+		n := 1 + rng.IntN(16)
+		sorted := rng.Perm(64)[:n]
+		slices.Sort(sorted)
+		a := slices.Clone(sorted)
+		if !sameSet(a, sorted) {
+			t.Fatalf("sameSet(%v, %v) = false in order", a, sorted)
+		}
+		rng.Shuffle(n, func(i, k int) { a[i], a[k] = a[k], a[i] })
+		if !sameSet(a, sorted) {
+			t.Fatalf("sameSet(%v, %v) = false shuffled", a, sorted)
+		}
+		a[rng.IntN(n)] = 64 + rng.IntN(8) // a GPU sorted lacks
+		if sameSet(a, sorted) {
+			t.Fatalf("sameSet(%v, %v) = true", a, sorted)
+		}
+		if sameSet(a[:n-1], sorted) {
+			t.Fatalf("sameSet(%v, %v) = true for fewer GPUs", a[:n-1], sorted)
+		}
+	}
+}
