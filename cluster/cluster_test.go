@@ -64,6 +64,32 @@ func TestPlaceReleaseCounters(t *testing.T) {
 	}
 }
 
+// TestCanPlaceTwice checks that CanPlace finds a GPU listed twice in any order, ascending lists
+// included, and nothing else in lists without one.
+func TestCanPlaceTwice(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(11, 12))
+	c := New(shape(4, 8))
+	for range 20_000 {
+		gpus := rng.Perm(32)[:1+rng.IntN(12)]
+		if rng.IntN(2) == 0 {
+			slices.Sort(gpus)
+		}
+		twice := rng.IntN(2) == 0 && len(gpus) > 1
+		if twice {
+			i, k := rng.IntN(len(gpus)), rng.IntN(len(gpus))
+			if i == k {
+				k = (k + 1) % len(gpus)
+			}
+			gpus[k] = gpus[i]
+		}
+		err := c.CanPlace(1, gpus, GiB)
+		if got := err != nil && strings.Contains(err.Error(), "listed twice"); got != twice || !twice && err != nil {
+			t.Fatalf("CanPlace(%v) = %v, twice %v", gpus, err, twice)
+		}
+	}
+}
+
 func TestEachNodeOrder(t *testing.T) {
 	t.Parallel()
 	c := New(shape(4, 2))
