@@ -81,10 +81,10 @@ type greedy struct {
 	scan    Pos
 	skipped int
 	merging bool
-	phase1  bool      // some running job may still rank below the walk (see walk)
-	cur     []Pos     // each family's next job in State.ByFamily, unless the family lags (below)
-	head    []*Job    // the job at cur, nil past the end
-	headK   []headKey // head's key, submission and ID, for the heap's comparisons
+	phase1  bool     // some running job may still rank below the walk (see walk)
+	cur     []Pos    // each family's next job in State.ByFamily, unless the family lags (below)
+	head    []*Job   // the job at cur, nil past the end
+	headK   []ranked // head's key, submission and ID, for the heap's comparisons
 	heads   binHeap[int32]
 	// The walk position: the last job walked (pending or victim) and its key. A family that
 	// failed keeps its position until the cluster changes; it then lags behind the walk and
@@ -111,13 +111,6 @@ type greedy struct {
 	ahead []vrun
 	best  int
 	settledState
-}
-
-// headKey is what Compare looks at of a family's next job.
-type headKey struct {
-	k   Key
-	sub time.Duration
-	id  trace.JobID
 }
 
 type famFail struct {
@@ -336,22 +329,12 @@ func (g *greedy) walk() error {
 		g.dead = append(g.dead, make([]uint64, nf-len(g.dead))...)
 		g.cur = make([]Pos, nf)
 		g.head = make([]*Job, nf)
-		g.headK = make([]headKey, nf)
+		g.headK = make([]ranked, nf)
 	}
 	if g.heads.less == nil {
 		g.heads.less = func(a, b int32) bool {
-			// Compare on copies of the heads' keys: the comparisons read no job.
-			x, y := &g.headK[a], &g.headK[b]
-			if c := cmpA(x.k.A, y.k.A); c != 0 {
-				return c < 0
-			}
-			switch {
-			case x.k.B != y.k.B:
-				return x.k.B < y.k.B
-			case x.sub != y.sub:
-				return x.sub < y.sub
-			}
-			return x.id < y.id
+			// Compare on copies of the heads' keys (b ranks below a): the comparisons read no job.
+			return lower(&g.headK[b], &g.headK[a])
 		}
 	}
 	g.walked, g.merging, g.skipped, g.scan = false, false, 0, Pos{}
@@ -475,7 +458,7 @@ func (g *greedy) prune() {
 func (g *greedy) setHead(f int, h *Job) *Job {
 	g.head[f] = h
 	if h != nil {
-		g.headK[f] = headKey{h.K, h.Submit, h.ID}
+		g.headK[f] = ranked{k: h.K, sub: h.Submit, id: h.ID}
 	}
 	return h
 }
