@@ -213,13 +213,7 @@ func (q *Queue) Delete(j *Job) bool {
 func (q *Queue) All() iter.Seq[*Job] {
 	return func(yield func(*Job) bool) {
 		if q.ix != nil {
-			for _, c := range q.ix.chunks {
-				for _, i := range c {
-					if !yield(q.ix.jobs[i]) {
-						return
-					}
-				}
-			}
+			q.ix.all(yield)
 			return
 		}
 		for _, c := range q.chunks {
@@ -236,14 +230,7 @@ func (q *Queue) All() iter.Seq[*Job] {
 func (q *Queue) Backward() iter.Seq[*Job] {
 	return func(yield func(*Job) bool) {
 		if q.ix != nil {
-			for ci := len(q.ix.chunks) - 1; ci >= 0; ci-- {
-				c := q.ix.chunks[ci]
-				for i := len(c) - 1; i >= 0; i-- {
-					if !yield(q.ix.jobs[c[i]]) {
-						return
-					}
-				}
-			}
+			q.ix.backward(yield)
 			return
 		}
 		for ci := len(q.chunks) - 1; ci >= 0; ci-- {

@@ -21,14 +21,18 @@ func TestQueue(t *testing.T) {
 	for _, withB := range []int{1, 0, 40} {
 		t.Run(fmt.Sprintf("second-key-one-in=%d", withB), func(t *testing.T) { testQueue(t, withB) })
 	}
-	t.Run("by-index", testQueueByIndex)
+	// Dense: about 1,000 of 3,000 jobs queued (two levels of bits). Sparse: about 300 of
+	// 300,000 (four levels), so that whole words and whole summary words are empty.
+	t.Run("by-index", func(t *testing.T) { testQueueByIndex(t, 3000, 1000) })
+	t.Run("by-index-sparse", func(t *testing.T) { testQueueByIndex(t, 300000, 300) })
 }
 
-// testQueueByIndex checks a queue kept by job index (every key zero) against a sorted slice, as
-// testQueue does, with After asked for zero and other keys.
-func testQueueByIndex(t *testing.T) {
+// testQueueByIndex checks a queue kept by job index (every key zero) over n jobs, of which it
+// holds about fill at a time, against a sorted slice, as testQueue does, with After asked for
+// zero and other keys.
+func testQueueByIndex(t *testing.T, n, fill int) {
 	rng := rand.New(rand.NewPCG(3, 4))
-	all := make([]*Job, 3000)
+	all := make([]*Job, n)
 	for i := range all {
 		all[i] = &Job{Job: trace.Job{ID: trace.JobID(rng.IntN(1 << 20)), Submit: time.Duration(rng.IntN(500))}}
 	}
@@ -43,7 +47,10 @@ func testQueueByIndex(t *testing.T) {
 	var ref []*Job
 	for step := range 40000 {
 		j := all[rng.IntN(len(all))]
-		if !in[j.Idx] && (len(ref) < len(all)/3 || rng.IntN(2) == 0) {
+		if len(ref) > 0 && rng.IntN(2) == 0 {
+			j = ref[rng.IntN(len(ref))]
+		}
+		if !in[j.Idx] && (len(ref) < fill || rng.IntN(2) == 0) {
 			q.Insert(j)
 			at, _ := slices.BinarySearchFunc(ref, j, order)
 			ref = slices.Insert(ref, at, j)
@@ -63,9 +70,26 @@ func testQueueByIndex(t *testing.T) {
 		if step%1999 != 0 {
 			continue
 		}
+		if len(ref) > 2*fill {
+			t.Fatalf("step %d: %d jobs queued, want about %d", step, len(ref), fill)
+		}
 		checkOrder(t, step, &q, ref)
-		// After every job, queued or not, chunk ends included.
-		for _, x := range all {
+		// After every job, queued or not (in a long list: the queued ones, their neighbours and
+		// a sample).
+		ask := all
+		if len(all) > 3000 {
+			ask = nil
+			for _, j := range ref {
+				for i := max(0, int(j.Idx)-1); i <= min(len(all)-1, int(j.Idx)+1); i++ {
+					ask = append(ask, all[i])
+				}
+			}
+			for range 3000 {
+				ask = append(ask, all[rng.IntN(len(all))])
+			}
+			ask = append(ask, all[0], all[len(all)-1])
+		}
+		for _, x := range ask {
 			for _, k := range []Key{{}, {A: 1}, {A: -1}, {B: 1}, {B: -1}} {
 				want := sort.Search(len(ref), func(i int) bool { return Compare(ref[i].K, ref[i], k, x) > 0 })
 				var got *Job

@@ -41,6 +41,9 @@ type Config struct {
 	// redo (tests) makes apply redo every plan on the cluster as it was before the policy's
 	// call, never keeping the policy's own changes (see reflects).
 	redo bool
+	// famKeys (tests) makes the families' pending queues of a zero-key policy keep their zero
+	// keys, as when their bits would exceed famIndexBytes.
+	famKeys bool
 }
 
 // Run simulates jobs under p on the cluster cfg.Shape using prof (nil: the trace's iteration
@@ -243,10 +246,14 @@ func newEngine(cfg Config, jobs []trace.Job, p policy.Policy, prof *profile.Tabl
 	}
 	e.fam = make([]policy.Queue, len(s.fams))
 	if e.keyer == nil {
-		// Every key is zero: the queues keep job indices, which are in (Submit, ID) order.
+		// Every key is zero: the queues keep job indices, which are in (Submit, ID) order, as
+		// bits. The families' queues do so too unless their bits would take too much memory;
+		// they then keep the zero keys, in the same order.
 		e.pend.ByIndex(e.jobs)
-		for f := range e.fam {
-			e.fam[f].ByIndex(e.jobs)
+		if !cfg.famKeys && len(e.fam)*policy.IndexBytes(len(e.jobs)) <= famIndexBytes {
+			for f := range e.fam {
+				e.fam[f].ByIndex(e.jobs)
+			}
 		}
 	}
 	famGPUs := make([]int, len(s.fams))
@@ -268,6 +275,10 @@ func newEngine(cfg Config, jobs []trace.Job, p policy.Policy, prof *profile.Tabl
 	e.util.init(cfg.Shape.GPUs())
 	return e, nil
 }
+
+// famIndexBytes bounds the memory of the families' pending queues kept by index: 64 MiB is 5,000
+// families at 10^5 jobs and 500 at 10^6.
+const famIndexBytes = 64 << 20
 
 // Horizon is the latest instant a schedule may reach (internal/simtime): a run whose next event
 // lies beyond it ends with an error naming a job.

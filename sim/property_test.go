@@ -214,6 +214,27 @@ func TestRandomInvariants(t *testing.T) {
 	}
 }
 
+// runVariant runs policy spec on the random case of seed with the configuration set changes,
+// and returns the decision log and the results as text.
+func runVariant(t *testing.T, seed uint64, spec string, set func(*Config)) (log, results string, r *Result) {
+	t.Helper()
+	shape, tab, jobs := randomCase(seed)
+	p, err := policy.Builtin().New(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	obs, flush := JSONLWriter(&buf)
+	cfg := Config{Shape: shape, Restart: RestartCost{Source: []RestartSource{RestartOff, RestartAuto, RestartLineage}[seed%3]},
+		TraceName: "random"}
+	set(&cfg)
+	if r, err = Run(context.Background(), cfg, jobs, p, tab, obs); err != nil {
+		t.Fatalf("seed %d %s (%+v): %v", seed, spec, cfg, err)
+	}
+	flush()
+	return buf.String(), fmt.Sprint(r.Jobs, r.Util, r.Summary), r
+}
+
 // TestKeptPlansAsRedone checks that keeping a policy's own placements and releases as its plan
 // (reflects) changes nothing: on random cases, every policy above gives the same decision log
 // and results when apply redoes every plan on the cluster as it was before the call instead.
@@ -224,38 +245,48 @@ func TestKeptPlansAsRedone(t *testing.T) {
 	}
 	kept := 0
 	for seed := range n {
-		shape, tab, jobs := randomCase(seed)
 		for _, spec := range propertyPolicies {
-			var logs, results [2]string
-			for k, redo := range []bool{false, true} {
-				p, err := policy.Builtin().New(spec)
-				if err != nil {
-					t.Fatal(err)
-				}
-				var buf bytes.Buffer
-				obs, flush := JSONLWriter(&buf)
-				cfg := Config{Shape: shape, Restart: RestartCost{Source: []RestartSource{RestartOff, RestartAuto, RestartLineage}[seed%3]},
-					TraceName: "random", redo: redo}
-				r, err := Run(context.Background(), cfg, jobs, p, tab, obs)
-				if err != nil {
-					t.Fatalf("seed %d %s (redo %v): %v", seed, spec, redo, err)
-				}
-				flush()
-				logs[k], results[k] = buf.String(), fmt.Sprint(r.Jobs, r.Util, r.Summary)
-				if redo && r.KeptPlans != 0 {
-					t.Fatalf("seed %d %s: %d plans kept although every plan is to be redone", seed, spec, r.KeptPlans)
-				}
-				if !redo {
-					kept += r.KeptPlans
-				}
+			log, res, r := runVariant(t, seed, spec, func(*Config) {})
+			kept += r.KeptPlans
+			redoLog, redoRes, redone := runVariant(t, seed, spec, func(c *Config) { c.redo = true })
+			if redone.KeptPlans != 0 {
+				t.Fatalf("seed %d %s: %d plans kept although every plan is to be redone", seed, spec, redone.KeptPlans)
 			}
-			if logs[0] != logs[1] || results[0] != results[1] {
-				t.Fatalf("seed %d %s: keeping the policy's placements changed the run:\n%s\n-- redone --\n%s", seed, spec, logs[0], logs[1])
+			if log != redoLog || res != redoRes {
+				t.Fatalf("seed %d %s: keeping the policy's placements changed the run:\n%s\n-- redone --\n%s", seed, spec, log, redoLog)
 			}
 		}
 	}
 	if kept == 0 {
 		t.Fatal("no plan was kept: the test compares nothing")
+	}
+}
+
+// TestFamilyQueuesKeyed checks that the families' pending queues of a zero-key policy give the
+// same run whether they keep bits or, as with too many families for famIndexBytes, zero keys.
+func TestFamilyQueuesKeyed(t *testing.T) {
+	n := uint64(100)
+	if testing.Short() {
+		n = 25
+	}
+	compared := 0
+	for seed := range n {
+		for _, spec := range propertyPolicies {
+			if p, err := policy.Builtin().New(spec); err != nil {
+				t.Fatal(err)
+			} else if _, ok := p.(policy.Keyer); ok {
+				continue
+			}
+			log, res, _ := runVariant(t, seed, spec, func(*Config) {})
+			keyedLog, keyedRes, _ := runVariant(t, seed, spec, func(c *Config) { c.famKeys = true })
+			if log != keyedLog || res != keyedRes {
+				t.Fatalf("seed %d %s: the families' queues changed the run:\n%s\n-- keyed --\n%s", seed, spec, log, keyedLog)
+			}
+			compared++
+		}
+	}
+	if compared == 0 {
+		t.Fatal("no zero-key policy was run: the test compares nothing")
 	}
 }
 
