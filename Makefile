@@ -39,6 +39,12 @@ lint: ## go vet and gofmt
 bench: ## Go benchmarks: the engine, the trace readers, an external policy's cost per decision, and "simulate" on trace2, the Philly table as E3 runs it and 10^4-10^6 synthetic jobs (long)
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 -timeout 90m ./sim/ ./trace/ ./policy/external/ ./cmd/sharebench/
 
+pgo: ## regenerate cmd/sharebench/default.pgo, the CPU profile "go build" optimizes sharebench with: trace2 per policy, the Philly table as E3 runs it, 10^5 synthetic jobs at load 0.9 (a few minutes)
+	$(GO) test -run '^$$' -bench 'Trace2$$|PhillyE3$$|Synthetic$$/jobs=100000/load=0.9' -benchtime 2x -count 1 \
+	  -outputdir $(CURDIR)/bin -cpuprofile pgo.prof ./cmd/sharebench/
+	mv bin/pgo.prof cmd/sharebench/default.pgo
+	rm -f bin/sharebench.test
+
 fuzz: ## run every fuzz target for FUZZTIME (default 30s)
 	@set -e; for pkg in $$($(GO) list ./...); do \
 	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
@@ -50,7 +56,7 @@ clean: ## remove bin/ and runs/
 
 PYTHON ?= /usr/bin/python3
 
-.PHONY: help build build-nocgo test test-stress test-workloads lint bench fuzz clean
+.PHONY: help build build-nocgo test test-stress test-workloads lint bench pgo fuzz clean
 
 -include Makefile.runner
 -include Makefile.reproduce
