@@ -41,13 +41,9 @@ func IndexBytes(n int) int {
 	}
 }
 
-// grow makes the levels cover index i.
+// grow makes the levels cover index i, which they do not yet.
 func (x *idxQueue) grow(i int32) {
-	need := int(i)/64 + 1
-	if len(x.lv[0]) >= need {
-		return
-	}
-	n := max(need, 2*len(x.lv[0]))
+	n := max(int(i)/64+1, 2*len(x.lv[0]))
 	for k := 0; ; k++ {
 		if k == len(x.lv) {
 			// A new top level: its bits are those of the words below that are not zero.
@@ -72,7 +68,9 @@ func (x *idxQueue) insert(j *Job) {
 	if j.K != (Key{}) {
 		panic("policy: a job with a key in a queue ordered by index")
 	}
-	x.grow(j.Idx)
+	if int(j.Idx)/64 >= len(x.lv[0]) {
+		x.grow(j.Idx)
+	}
 	if x.head < 0 || j.Idx < x.head {
 		x.head = j.Idx
 	}
