@@ -40,6 +40,7 @@ bench: ## Go benchmarks: the engine, the trace readers, an external policy's cos
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 -timeout 90m ./sim/ ./trace/ ./policy/external/ ./cmd/sharebench/
 
 pgo: ## regenerate cmd/sharebench/default.pgo, the CPU profile "go build" optimizes sharebench with: trace2 per policy, the Philly table as E3 runs it, 10^5 synthetic jobs at load 0.9 (a few minutes)
+	mkdir -p bin
 	$(GO) test -run '^$$' -bench 'Trace2$$|PhillyE3$$|Synthetic$$/jobs=100000/load=0.9' -benchtime 2x -count 1 \
 	  -outputdir $(CURDIR)/bin -cpuprofile pgo.prof ./cmd/sharebench/
 	mv bin/pgo.prof cmd/sharebench/default.pgo

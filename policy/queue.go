@@ -11,7 +11,7 @@ import (
 // chunks of bounded length, so that inserting and deleting a job cost a binary search and a
 // short copy however long the queue (of the jobs on the nearer side: a start takes a job near
 // the front), while walking it in order stays a plain slice scan; a
-// queue whose jobs all have the zero key keeps job indices instead (ByIndex). The engine owns
+// queue whose jobs all have the zero key keeps a bit per job index instead (ByIndex). The engine owns
 // the queues; policies read them and must not keep positions across calls.
 type Queue struct {
 	chunks [][]*Job

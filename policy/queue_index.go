@@ -41,9 +41,10 @@ func IndexBytes(n int) int {
 	}
 }
 
-// grow makes the levels cover index i, which they do not yet.
+// grow makes the levels cover index i, which they do not yet: twice what they covered, up to
+// the last job.
 func (x *idxQueue) grow(i int32) {
-	n := max(int(i)/64+1, 2*len(x.lv[0]))
+	n := max(int(i)/64+1, min(2*len(x.lv[0]), (len(x.jobs)+63)/64))
 	for k := 0; ; k++ {
 		if k == len(x.lv) {
 			// A new top level: its bits are those of the words below that are not zero.

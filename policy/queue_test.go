@@ -102,6 +102,13 @@ func testQueueByIndex(t *testing.T, n, fill int) {
 			}
 		}
 	}
+	words := 0
+	for _, l := range q.ix.lv {
+		words += len(l)
+	}
+	if 8*words > IndexBytes(len(all)) {
+		t.Errorf("the queue's bits take %d bytes, more than IndexBytes(%d) = %d", 8*words, len(all), IndexBytes(len(all)))
+	}
 	defer func() {
 		if recover() == nil {
 			t.Error("a queue kept by index took a job with a key")
