@@ -19,8 +19,8 @@ type event struct {
 	ver  uint32 // job version when the event was pushed
 }
 
-// queue holds the engine's events: a binary min-heap ordered by (t, seq), seq being an insertion
-// counter, so simultaneous events pop in the order they were pushed; at most one completion per
+// queue holds the engine's events: a 4-ary min-heap (half the depth of a binary one: half the
+// moves, for about as many comparisons) ordered by (t, seq), seq being an insertion counter, so simultaneous events pop in the order they were pushed; at most one completion per
 // job, updated in place when the job's prediction changes. A superseded prediction leaves no
 // trace: the engine no longer stops at it (with the lineage's per-event overhead every event
 // re-predicts every running job, and such stops, which changed nothing but where the utilization
@@ -103,7 +103,7 @@ func (q *queue) remove(k int) {
 	if k == n {
 		return
 	}
-	if k > 0 && before(&x, &q.ev[(k-1)/2]) {
+	if k > 0 && before(&x, &q.ev[(k-1)/4]) {
 		q.up(k, x)
 	} else {
 		q.down(k, x)
@@ -114,7 +114,7 @@ func (q *queue) remove(k int) {
 func (q *queue) up(k int, e event) {
 	ev := q.ev
 	for k > 0 {
-		p := (k - 1) / 2
+		p := (k - 1) / 4
 		if !before(&e, &ev[p]) {
 			break
 		}
@@ -128,12 +128,15 @@ func (q *queue) down(k int, e event) {
 	ev := q.ev
 	n := len(ev)
 	for {
-		m := 2*k + 1
-		if m >= n {
+		c := 4*k + 1
+		if c >= n {
 			break
 		}
-		if r := m + 1; r < n && before(&ev[r], &ev[m]) {
-			m = r
+		m := c
+		for r := c + 1; r < min(c+4, n); r++ {
+			if before(&ev[r], &ev[m]) {
+				m = r
+			}
 		}
 		if !before(&ev[m], &e) {
 			break
