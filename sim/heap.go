@@ -20,11 +20,12 @@ type event struct {
 }
 
 // queue holds the engine's events: a 4-ary min-heap (half the depth of a binary one: half the
-// moves, for about as many comparisons) ordered by (t, seq), seq being an insertion counter, so simultaneous events pop in the order they were pushed; at most one completion per
-// job, updated in place when the job's prediction changes. A superseded prediction leaves no
-// trace: the engine no longer stops at it (with the lineage's per-event overhead every event
-// re-predicts every running job, and such stops, which changed nothing but where the utilization
-// integral was split, were most of a run's events).
+// moves, for about as many comparisons) ordered by (t, seq), seq being an insertion counter, so
+// simultaneous events pop in the order they were pushed; at most one completion per job,
+// updated in place when the job's prediction changes. A superseded prediction leaves no trace:
+// the engine no longer stops at it (with the lineage's per-event overhead every event
+// re-predicts every running job, and such stops, which changed nothing but where the
+// utilization integral was split, were most of a run's events).
 type queue struct {
 	ev  []event
 	pos []int32 // by job index: the position of its completion in ev, -1 if none
