@@ -10,9 +10,9 @@ import (
 // Queue holds pending jobs in the order of Compare on (K, Submit, ID). It is a list of sorted
 // chunks of bounded length, so that inserting and deleting a job cost a binary search and a
 // short copy however long the queue (of the jobs on the nearer side: a start takes a job near
-// the front), while walking it in order stays a plain slice scan; a
-// queue whose jobs all have the zero key keeps a bit per job index instead (ByIndex). The engine owns
-// the queues; policies read them and must not keep positions across calls.
+// the front), while walking it in order stays a plain slice scan; a queue whose jobs all have
+// the zero key keeps a bit per job index instead (ByIndex). The engine owns the queues;
+// policies read them and must not keep positions across calls.
 type Queue struct {
 	chunks [][]*Job
 	// ks[c][i] holds chunks[c][i]'s keys and submit time: a search compares them without

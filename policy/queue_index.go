@@ -165,11 +165,16 @@ func (x *idxQueue) last(i int) int {
 // from returns the position of the first queued job at or after index i.
 func (x *idxQueue) from(i uint) Pos { return Pos{c: int32(x.first(i)), i: 1} }
 
-func (x *idxQueue) at(p Pos) *Job {
-	c := p.c
+// index returns the index of the job at p, -1 at the end.
+func (x *idxQueue) index(p Pos) int32 {
 	if p.i == 0 {
-		c = x.head
+		return x.head
 	}
+	return p.c
+}
+
+func (x *idxQueue) at(p Pos) *Job {
+	c := x.index(p)
 	if c < 0 {
 		return nil
 	}
@@ -177,10 +182,7 @@ func (x *idxQueue) at(p Pos) *Job {
 }
 
 func (x *idxQueue) next(p Pos) Pos {
-	c := p.c
-	if p.i == 0 {
-		c = x.head
-	}
+	c := x.index(p)
 	if c < 0 {
 		return Pos{c: -1, i: 1}
 	}
