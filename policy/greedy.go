@@ -101,6 +101,7 @@ type greedy struct {
 	rekeyed []*Job   // running jobs whose key the policy changed since the last sync
 	low     []ranked // running jobs popped from run that cannot be preempted, lowest first
 	runKey  func(*Job) Key
+	drain   bool // runKey is runRemKey (runSet.drain)
 	taken   []ranked
 	starts  []Placement   // the previous plan's, for reuse
 	stops   []trace.JobID // the previous plan's, for reuse
@@ -124,9 +125,11 @@ type famFail struct {
 const maxMoved = 64
 
 type ranked struct {
-	j   *Job
-	k   Key
-	at  time.Duration // when k was exact
+	j *Job
+	k Key
+	// at is when k was exact; in the items of a drain set, a bound on the job's finish time
+	// instead (finishBound).
+	at  time.Duration
 	sub time.Duration // j.Submit and j.ID, for comparisons without loading j
 	id  trace.JobID
 }
@@ -174,11 +177,12 @@ func (g *greedy) below(k Key, j *Job) bool {
 // sync brings rs up to date with s: jobs that finished or were preempted leave it, jobs the
 // engine re-rated (started ones among them) or the policy re-keyed get their exact key. Every
 // Schedule of a preemptive policy on greedy calls it (run does), since the engine hands each
-// change to one call only.
+// change to one call only. A live run's measurements move remaining times either way, which
+// the bounds in rs do not allow for: it is rebuilt.
 func (g *greedy) sync(s *State, runKey func(*Job) Key) {
-	g.rs.fixed = g.timeless
+	g.rs.fixed, g.rs.drain = g.timeless, g.drain
 	g.rs.grow(len(s.Jobs))
-	if g.exhaustive {
+	if g.exhaustive || s.Resync && !g.timeless {
 		g.rs.clear()
 		for _, j := range s.Running() {
 			g.rs.put(entry(j, runKey(j), s.Now))

@@ -1,7 +1,10 @@
 package policy
 
 import (
+	"math"
 	"time"
+
+	"github.com/sharebench/sharebench/internal/simtime"
 )
 
 // runSet holds running jobs in a binary heap, the lowest priority on top, by key bounds: each
@@ -12,6 +15,11 @@ import (
 // call (start, lowest) computes exact keys from the top down as far as it goes, so the heap
 // survives from call to call instead of being rebuilt from every running job.
 //
+// With remaining times as keys (drain), the heap is instead ordered by a bound on each job's
+// finish time (finishBound), which time does not change: its entries need no refresh as time
+// passes, and a call's bounds (the finish bound less the time) are tight, so its walk computes
+// few keys beyond those of the jobs it takes.
+//
 // With fixed keys (a timeless policy's, which change only when the policy re-keys a job, and
 // then through put), the set is instead a list of the jobs sorted lowest priority first: a call
 // takes victims with a cursor, without the frontier's heap steps (runset_fixed.go).
@@ -19,11 +27,47 @@ type runSet struct {
 	items []ranked
 	where []int32 // by Job.Idx: index in items, -1 if absent (fixed: 0 if present)
 	front []fentry
-	pool  []ranked // the frontier entries' jobs and keys, by fentry.slot (one call's)
+	pool  []ranked      // the frontier entries' jobs and keys, by fentry.slot (one call's)
+	drain bool          // the keys are remaining times (runRemKey)
+	now   time.Duration // the call's
 	fixedSet
 }
 
-func (r *runSet) less(a, b int) bool { return lower(&r.items[a], &r.items[b]) }
+func (r *runSet) less(a, b int) bool {
+	if r.drain {
+		x, y := &r.items[a], &r.items[b]
+		return x.at > y.at || x.at == y.at && x.id > y.id
+	}
+	return lower(&r.items[a], &r.items[b])
+}
+
+// finishBound bounds, from at on, now plus the key of running job j, exact at at with k, as
+// long as the engine does not re-rate j: its remaining time holds through its restart overhead,
+// then falls at its rate, which makes one second per second but for rounding. Each computed key
+// is off its line by a few units in the last place of the key at the job's last settle (the
+// progress's Rem), and the rate's rounding adds as little per second: the slack, 2^-40 of that
+// key and 16 ns, covers it many times over. Never when j's rate is not the one its key assumes.
+func finishBound(j *Job, k Key, at time.Duration) time.Duration {
+	excl := float64(j.Options[j.Opt].Excl)
+	slope := j.P.Rate * excl / 1e9 * j.Xi
+	rem, full := j.RemTime(at), simtime.FromNonNegNanos(j.P.Rem*excl*j.Xi)
+	t0 := max(at, j.P.At+j.P.Overhead)
+	if !(slope >= 1-1e-14 && slope <= 1+1e-14) || full >= 1<<61 || t0 >= 1<<61 || rem.Seconds() != k.A {
+		return simtime.Never
+	}
+	return t0 + rem + full>>40 + 16
+}
+
+// boundA is the first key of a bound entry with finish bound e at now: at least the key, in
+// seconds, of the job and of every job below it in items. It converts e-now without
+// Duration.Seconds' two steps, so it adds a nanosecond and a relative 2^-40 for that rounding.
+func boundA(e, now time.Duration) float64 {
+	if e == simtime.Never {
+		return math.Inf(1)
+	}
+	d := max(e-now, 0)
+	return float64(d+1+d>>40) * 1e-9
+}
 
 // lower reports whether x ranks below y: Compare(x.k, x.j, y.k, y.j) > 0 on the copies in the
 // entries, which spares loading jobs.
@@ -106,6 +150,9 @@ func (r *runSet) put(x ranked) {
 		r.fixedPut(x)
 		return
 	}
+	if r.drain {
+		x.at = finishBound(x.j, x.k, x.at)
+	}
 	if i := r.where[x.j.Idx]; i >= 0 {
 		r.items[i] = x
 		r.up(int(i))
@@ -176,10 +223,13 @@ func (e *fentry) exact() bool { return e.ix&1 != 0 }
 func (r *runSet) fnew(x ranked, i int32, exact bool) fentry {
 	r.pool = append(r.pool, x)
 	ix := i * 2
+	a := x.k.A
 	if exact {
 		ix++
+	} else if r.drain {
+		a = boundA(x.at, r.now)
 	}
-	return fentry{a: x.k.A, slot: int32(len(r.pool) - 1), ix: ix}
+	return fentry{a: a, slot: int32(len(r.pool) - 1), ix: ix}
 }
 
 // start begins a call's walk at time now: it refreshes the top's bound until it is exact (which
@@ -187,6 +237,10 @@ func (r *runSet) fnew(x ranked, i int32, exact bool) fentry {
 func (r *runSet) start(now time.Duration, key func(*Job) Key) {
 	if r.fixed {
 		r.fixedStart()
+		return
+	}
+	if r.drain {
+		r.drainStart(now)
 		return
 	}
 	r.front, r.pool = r.front[:0], r.pool[:0]
@@ -206,6 +260,14 @@ func (r *runSet) start(now time.Duration, key func(*Job) Key) {
 	if len(r.items) > 0 {
 		r.fpush(r.fnew(r.items[0], 0, r.items[0].at == now))
 		r.expand(0)
+	}
+}
+
+// drainStart is start for a drain set, whose finish bounds need no refresh.
+func (r *runSet) drainStart(now time.Duration) {
+	r.front, r.pool, r.now = r.front[:0], r.pool[:0], now
+	if len(r.items) > 0 {
+		r.fpush(r.fnew(r.items[0], 0, false))
 	}
 }
 
@@ -230,7 +292,7 @@ func (r *runSet) lowest(now time.Duration, key func(*Job) Key) (ranked, bool) {
 			k := key(x.j)
 			i := top.item()
 			top.ix |= 1
-			if k != x.k {
+			if k != x.k || r.drain {
 				x.k, top.a = k, k.A
 				r.fdown(0)
 			}

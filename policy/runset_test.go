@@ -1,10 +1,12 @@
 package policy
 
 import (
+	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
 
+	"github.com/sharebench/sharebench/internal/simtime"
 	"github.com/sharebench/sharebench/trace"
 )
 
@@ -41,32 +43,141 @@ func TestFixedSetAsHeap(t *testing.T) {
 			fixed.put(entry(jobs[i], keys[i], now))
 			in[i] = true
 		}
-		heap.start(now, key)
-		fixed.start(now, key)
-		var taken []ranked
-		for step := 0; ; step++ {
-			a, okA := heap.lowest(now, key)
-			b, okB := fixed.lowest(now, key)
-			if okA != okB || okA && (a.j != b.j || a.k != b.k) {
-				t.Fatalf("call %d, step %d: lowest %v %v, heap %v %v", call, step, b.id, okB, a.id, okA)
-			}
-			if !okA {
-				break
-			}
-			if len(taken) > 0 && rng.IntN(6) == 0 {
-				// A tentative attempt failed: its victims go back.
-				for _, x := range taken {
-					heap.putBack(x)
-					fixed.putBack(x)
+		walkBoth(t, rng, call, now, key, &heap, &fixed)
+	}
+}
+
+// TestDrainSetAsHeap: with remaining-time keys (runRemKey), the set ordered by finish bounds
+// gives every call the victims the heap ordered by key bounds gives, in the same order: jobs
+// start with and without restart overheads, stop, change rate (each settled, as the engine
+// does), run past their end (keys of 0) and tie (same remaining time, same start); some never
+// finish (keys saturate) or run for months (keys rounded to a few ns). Attempts take victims
+// and put them back.
+func TestDrainSetAsHeap(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	const n = 200
+	jobs := make([]*Job, n)
+	steps := []time.Duration{time.Second, 1500 * time.Millisecond, 333_333_333}
+	for i := range jobs {
+		jobs[i] = &Job{
+			Job:     trace.Job{ID: trace.JobID(i), Submit: time.Duration(rng.IntN(5)) * time.Second},
+			Idx:     int32(i),
+			Options: []Option{{Excl: steps[rng.IntN(len(steps))]}},
+		}
+	}
+	xis := []float64{1, 1.25, 1.7, 3}
+	rate := func(j *Job, xi float64) {
+		j.Xi = xi
+		j.P.Rate = 1 / (j.Options[j.Opt].Excl.Seconds() * xi)
+	}
+	heap, drain := runSet{}, runSet{drain: true}
+	heap.grow(n)
+	drain.grow(n)
+	var now time.Duration
+	for call := range 4000 {
+		// Many calls at the same time, as the engine's plans that start jobs cause.
+		if rng.IntN(3) > 0 {
+			now += time.Duration(rng.IntN(200)) * time.Second / 7
+		}
+		key := runRemKey(now)
+		put := func(j *Job) {
+			heap.put(entry(j, key(j), now))
+			drain.put(entry(j, key(j), now))
+		}
+		for range rng.IntN(6) {
+			j := jobs[rng.IntN(n)]
+			switch {
+			case !j.Running:
+				j.Running = true
+				j.P = Progress{At: now, Rem: float64(100 * (1 + rng.IntN(4)))}
+				switch rng.IntN(10) {
+				case 0:
+					j.P.Overhead = time.Duration(rng.IntN(50)) * time.Second
+				case 1:
+					j.P.Rem = 1e18 // a key beyond any horizon
+				case 2, 3:
+					// Months of work: keys of 10^16 ns, a few ns apart in the last place.
+					j.P.Rem = 1e7*float64(1+rng.IntN(3)) + 0.5
 				}
-				taken = taken[:0]
-				continue
+				rate(j, xis[rng.IntN(len(xis))])
+				put(j)
+			case rng.IntN(3) == 0:
+				j.P.Advance(now)
+				j.Running = false
+				heap.remove(j)
+				drain.remove(j)
+			default:
+				j.P.Advance(now)
+				rate(j, xis[rng.IntN(len(xis))])
+				put(j)
 			}
-			heap.take()
-			fixed.take()
-			if rng.IntN(2) == 0 {
-				taken = append(taken, a)
+		}
+		walkBoth(t, rng, call, now, key, &heap, &drain)
+	}
+}
+
+// TestFinishBound: a running job's key, however long it runs, stays at or below its finish
+// bound less the time, over jobs of one iteration to years of work, step times of a
+// millisecond to minutes, slowdowns, restart overheads and settles far in the past.
+func TestFinishBound(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	logU := func(lo, hi float64) float64 { return lo * math.Pow(hi/lo, rng.Float64()) }
+	for c := range 20000 {
+		j := &Job{Options: []Option{{Excl: time.Duration(logU(1e6, 1e11))}}, Running: true}
+		j.Xi = 1 + 9*rng.Float64()
+		j.P = Progress{Rem: logU(1, 1e9), At: time.Duration(logU(1, 1e16))}
+		if rng.IntN(4) == 0 {
+			j.P.Overhead = time.Duration(logU(1, 1e12))
+		}
+		j.P.Rate = 1 / (j.Options[0].Excl.Seconds() * j.Xi)
+		full := j.RemTime(j.P.At)
+		at := j.P.At + time.Duration(rng.Float64()*float64(full+j.P.Overhead))
+		k := runRemKey(at)(j)
+		e := finishBound(j, k, at)
+		if e == simtime.Never {
+			continue
+		}
+		for range 20 {
+			now := at + time.Duration(rng.Float64()*float64(e-at))
+			if got := j.RemTime(now); got > e-now {
+				t.Fatalf("case %d: key %v at %v beyond the bound %v (job %+v)", c, got, now, e-now, j.P)
 			}
+			if a := runRemKey(now)(j).A; a > boundA(e, now) {
+				t.Fatalf("case %d: first key %v at %v beyond the bound entry's %v", c, a, now, boundA(e, now))
+			}
+		}
+	}
+}
+
+// walkBoth walks one call of the reference set ref and of set x side by side at now, and fails
+// unless they give the same victims with the same keys: the walk takes victims and, now and
+// then, puts those it took back, as a tentative attempt that failed does.
+func walkBoth(t *testing.T, rng *rand.Rand, call int, now time.Duration, key func(*Job) Key, ref, x *runSet) {
+	t.Helper()
+	ref.start(now, key)
+	x.start(now, key)
+	var taken []ranked
+	for step := 0; ; step++ {
+		a, okA := ref.lowest(now, key)
+		b, okB := x.lowest(now, key)
+		if okA != okB || okA && (a.j != b.j || a.k != b.k) {
+			t.Fatalf("call %d, step %d: lowest %v %v %v, reference %v %v %v", call, step, b.id, b.k, okB, a.id, a.k, okA)
+		}
+		if !okA {
+			return
+		}
+		if len(taken) > 0 && rng.IntN(6) == 0 {
+			for _, r := range taken {
+				ref.putBack(r)
+				x.putBack(r)
+			}
+			taken = taken[:0]
+			continue
+		}
+		ref.take()
+		x.take()
+		if rng.IntN(2) == 0 {
+			taken = append(taken, a)
 		}
 	}
 }

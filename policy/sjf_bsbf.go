@@ -88,7 +88,7 @@ func newSJFBSBF(a SJFBSBFArgs) *SJFBSBF {
 		}
 		return best, found, nil
 	}
-	g := greedy{name: KeySJFBSBF, place: place, preempt: a.Preempt, tentative: a.Victims == VictimsTentative, exhaustive: a.Exhaustive, mps: a.MPS}
+	g := greedy{name: KeySJFBSBF, drain: true, place: place, preempt: a.Preempt, tentative: a.Victims == VictimsTentative, exhaustive: a.Exhaustive, mps: a.MPS}
 	// The share index holds running jobs only: with preemption, victims' GPUs would hold jobs
 	// it does not list.
 	g.p.ix.on = !a.Preempt && !a.Exhaustive

@@ -56,7 +56,7 @@ func newSJFFFS(a SJFFFSArgs) *SJFFFS {
 		}
 		return Placement{}, false, nil
 	}
-	g := greedy{name: KeySJFFFS, place: place, preempt: a.Preempt, tentative: a.Victims == VictimsTentative, exhaustive: a.Exhaustive, mps: a.MPS}
+	g := greedy{name: KeySJFFFS, drain: true, place: place, preempt: a.Preempt, tentative: a.Victims == VictimsTentative, exhaustive: a.Exhaustive, mps: a.MPS}
 	// First fit reads no remaining time: a failure holds until a GPU frees up (greedy.fails).
 	g.keepFails = !a.Preempt && !a.Exhaustive && !a.NoKeptFails
 	g.p.anyShare = true
