@@ -187,7 +187,7 @@ func (g *greedy) sync(s *State, runKey func(*Job) Key) {
 		for _, j := range s.Running() {
 			g.rs.put(entry(j, runKey(j), s.Now))
 		}
-		g.rekeyed = g.rekeyed[:0]
+		g.stopped, g.rekeyed = g.stopped[:0], g.rekeyed[:0]
 		return
 	}
 	for _, id := range s.Finished {

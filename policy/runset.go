@@ -41,9 +41,10 @@ func (r *runSet) less(a, b int) bool {
 	return lower(&r.items[a], &r.items[b])
 }
 
-// finishBound bounds, from at on, now plus the key of running job j, exact at at with k, as
-// long as the engine does not re-rate j: its remaining time holds through its restart overhead,
-// then falls at its rate, which makes one second per second but for rounding. Each computed key
+// finishBound bounds, from at on and while the key is above 0, now plus the key of running job
+// j, exact at at with k, as long as the engine does not re-rate j: its remaining time holds
+// through its restart overhead, then falls at its rate, which makes one second per second but
+// for rounding (past the bound the key is 0, which boundA's clamp covers). Each computed key
 // is off its line by a few units in the last place of the key at the job's last settle (the
 // progress's Rem), and the rate's rounding adds as little per second: the slack, 2^-40 of that
 // key and 16 ns, covers it many times over. Never when j's rate is not the one its key assumes.

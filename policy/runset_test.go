@@ -117,34 +117,65 @@ func TestDrainSetAsHeap(t *testing.T) {
 }
 
 // TestFinishBound: a running job's key, however long it runs, stays at or below its finish
-// bound less the time, over jobs of one iteration to years of work, step times of a
-// millisecond to minutes, slowdowns, restart overheads and settles far in the past.
+// bound less the time (0 once that is past), and strictly below the bound entry's first key,
+// over jobs of a microsecond to years of work, step times of a microsecond to a day, slowdowns,
+// restart overheads and settles far in the past; a job whose rate is off its step time by more
+// than rounding gets no bound (Never).
 func TestFinishBound(t *testing.T) {
 	rng := rand.New(rand.NewPCG(13, 14))
 	logU := func(lo, hi float64) float64 { return lo * math.Pow(hi/lo, rng.Float64()) }
-	for c := range 20000 {
+	const cases = 600000
+	bounded := 0
+	for c := range cases {
 		j := &Job{Options: []Option{{Excl: time.Duration(logU(1e6, 1e11))}}, Running: true}
 		j.Xi = 1 + 9*rng.Float64()
 		j.P = Progress{Rem: logU(1, 1e9), At: time.Duration(logU(1, 1e16))}
+		switch c % 3 {
+		case 1: // keys below 2^40 ns, where the slack is its 16 ns alone
+			j.Options[0].Excl = time.Duration(logU(1e3, 1e9))
+			j.P.Rem = logU(1e-3, 1e3)
+		case 2:
+			j.Options[0].Excl = time.Duration(logU(1e3, 1e14))
+			j.P.Rem = logU(1e-3, 1e9)
+		}
 		if rng.IntN(4) == 0 {
 			j.P.Overhead = time.Duration(logU(1, 1e12))
 		}
 		j.P.Rate = 1 / (j.Options[0].Excl.Seconds() * j.Xi)
+		off := rng.IntN(50) == 0
+		if off {
+			j.P.Rate *= 1 + 1e-13
+		}
 		full := j.RemTime(j.P.At)
 		at := j.P.At + time.Duration(rng.Float64()*float64(full+j.P.Overhead))
 		k := runRemKey(at)(j)
 		e := finishBound(j, k, at)
+		if off != (e == simtime.Never) && full < 1<<61 {
+			t.Fatalf("case %d: rate off %v, bound %v", c, off, e)
+		}
 		if e == simtime.Never {
 			continue
 		}
-		for range 20 {
-			now := at + time.Duration(rng.Float64()*float64(e-at))
-			if got := j.RemTime(now); got > e-now {
+		bounded++
+		for range 4 {
+			// Up to a tenth past the bound, where the key is 0.
+			now := at + time.Duration(rng.Float64()*1.1*float64(e-at))
+			if got := j.RemTime(now); got > max(e-now, 0) {
 				t.Fatalf("case %d: key %v at %v beyond the bound %v (job %+v)", c, got, now, e-now, j.P)
 			}
-			if a := runRemKey(now)(j).A; a > boundA(e, now) {
-				t.Fatalf("case %d: first key %v at %v beyond the bound entry's %v", c, a, now, boundA(e, now))
+			if a := runRemKey(now)(j).A; a >= boundA(e, now) {
+				t.Fatalf("case %d: first key %v at %v not below the bound entry's %v", c, a, now, boundA(e, now))
 			}
+		}
+	}
+	if bounded < cases/2 {
+		t.Fatalf("only %d of %d cases bounded", bounded, cases)
+	}
+	// boundA converts without Duration.Seconds: strictly above it, up to 2^62 ns.
+	for range 100000 {
+		d := time.Duration(logU(1, 0x1p62))
+		if a := boundA(d, 0); a <= d.Seconds() {
+			t.Fatalf("boundA(%d) = %v, not above %v", int64(d), a, d.Seconds())
 		}
 	}
 }
