@@ -235,28 +235,36 @@ func runVariant(t *testing.T, seed uint64, spec string, set func(*Config)) (log,
 	return buf.String(), fmt.Sprint(r.Jobs, r.Util, r.Summary), r
 }
 
-// TestKeptPlansAsRedone checks that keeping a policy's own placements and releases as its plan
-// (reflects) changes nothing: on random cases, every policy above gives the same decision log
-// and results when apply redoes every plan on the cluster as it was before the call instead.
-func TestKeptPlansAsRedone(t *testing.T) {
+// eachVariantCase calls f for every policy above on each of 100 random cases (25 with -short),
+// which the tests that compare a run with a variant of it share.
+func eachVariantCase(f func(seed uint64, spec string)) {
 	n := uint64(100)
 	if testing.Short() {
 		n = 25
 	}
-	kept := 0
 	for seed := range n {
 		for _, spec := range propertyPolicies {
-			log, res, r := runVariant(t, seed, spec, func(*Config) {})
-			kept += r.KeptPlans
-			redoLog, redoRes, redone := runVariant(t, seed, spec, func(c *Config) { c.redo = true })
-			if redone.KeptPlans != 0 {
-				t.Fatalf("seed %d %s: %d plans kept although every plan is to be redone", seed, spec, redone.KeptPlans)
-			}
-			if log != redoLog || res != redoRes {
-				t.Fatalf("seed %d %s: keeping the policy's placements changed the run:\n%s\n-- redone --\n%s", seed, spec, log, redoLog)
-			}
+			f(seed, spec)
 		}
 	}
+}
+
+// TestKeptPlansAsRedone checks that keeping a policy's own placements and releases as its plan
+// (reflects) changes nothing: on random cases, every policy above gives the same decision log
+// and results when apply redoes every plan on the cluster as it was before the call instead.
+func TestKeptPlansAsRedone(t *testing.T) {
+	kept := 0
+	eachVariantCase(func(seed uint64, spec string) {
+		log, res, r := runVariant(t, seed, spec, func(*Config) {})
+		kept += r.KeptPlans
+		redoLog, redoRes, redone := runVariant(t, seed, spec, func(c *Config) { c.redo = true })
+		if redone.KeptPlans != 0 {
+			t.Fatalf("seed %d %s: %d plans kept although every plan is to be redone", seed, spec, redone.KeptPlans)
+		}
+		if log != redoLog || res != redoRes {
+			t.Fatalf("seed %d %s: keeping the policy's placements changed the run:\n%s\n-- redone --\n%s", seed, spec, log, redoLog)
+		}
+	})
 	if kept == 0 {
 		t.Fatal("no plan was kept: the test compares nothing")
 	}
@@ -265,26 +273,20 @@ func TestKeptPlansAsRedone(t *testing.T) {
 // TestFamilyQueuesKeyed checks that the families' pending queues of a zero-key policy give the
 // same run whether they keep bits or, as with too many families for famIndexBytes, zero keys.
 func TestFamilyQueuesKeyed(t *testing.T) {
-	n := uint64(100)
-	if testing.Short() {
-		n = 25
-	}
 	compared := 0
-	for seed := range n {
-		for _, spec := range propertyPolicies {
-			if p, err := policy.Builtin().New(spec); err != nil {
-				t.Fatal(err)
-			} else if _, ok := p.(policy.Keyer); ok {
-				continue
-			}
-			log, res, _ := runVariant(t, seed, spec, func(*Config) {})
-			keyedLog, keyedRes, _ := runVariant(t, seed, spec, func(c *Config) { c.famKeys = true })
-			if log != keyedLog || res != keyedRes {
-				t.Fatalf("seed %d %s: the families' queues changed the run:\n%s\n-- keyed --\n%s", seed, spec, log, keyedLog)
-			}
-			compared++
+	eachVariantCase(func(seed uint64, spec string) {
+		if p, err := policy.Builtin().New(spec); err != nil {
+			t.Fatal(err)
+		} else if _, ok := p.(policy.Keyer); ok {
+			return
 		}
-	}
+		log, res, _ := runVariant(t, seed, spec, func(*Config) {})
+		keyedLog, keyedRes, _ := runVariant(t, seed, spec, func(c *Config) { c.famKeys = true })
+		if log != keyedLog || res != keyedRes {
+			t.Fatalf("seed %d %s: the families' queues changed the run:\n%s\n-- keyed --\n%s", seed, spec, log, keyedLog)
+		}
+		compared++
+	})
 	if compared == 0 {
 		t.Fatal("no zero-key policy was run: the test compares nothing")
 	}
