@@ -339,6 +339,13 @@ func (c *Cluster) PlaceTagged(j trace.JobID, gpus []int, mem int64, tag int32) e
 	for int(tag) >= len(c.sole) {
 		c.sole = append(c.sole, 0)
 	}
+	// j goes back exactly where it was released since the innermost mark: the release is
+	// forgotten, so that rolling back has nothing to do for j. Placements list GPUs in order,
+	// as allocations keep them, so this needs no copy; an unordered list is sorted first.
+	if back := c.undone(j, gpus, mem, tag); back != nil {
+		c.place(j, back)
+		return nil
+	}
 	var a *alloc
 	if k := len(c.spare); k > 0 {
 		a, c.spare = c.spare[k-1], c.spare[:k-1]
@@ -346,13 +353,13 @@ func (c *Cluster) PlaceTagged(j trace.JobID, gpus []int, mem int64, tag int32) e
 		a = &alloc{}
 	}
 	a.gpus, a.mem, a.tag = append(a.gpus[:0], gpus...), mem, tag
-	slices.Sort(a.gpus)
-	if back := c.undone(j, a); back != nil {
-		// j goes back exactly where it was released since the innermost mark: the release is
-		// forgotten, so that rolling back has nothing to do for j.
-		c.spare = append(c.spare, a)
-		c.place(j, back)
-		return nil
+	if !slices.IsSorted(a.gpus) {
+		slices.Sort(a.gpus)
+		if back := c.undone(j, a.gpus, mem, tag); back != nil {
+			c.spare = append(c.spare, a)
+			c.place(j, back)
+			return nil
+		}
 	}
 	c.place(j, a)
 	if len(c.marks) > 0 {
@@ -365,9 +372,9 @@ func (c *Cluster) PlaceTagged(j trace.JobID, gpus []int, mem int64, tag int32) e
 const undoneWindow = 64
 
 // undone finds, among the last changes since the innermost mark, a release of j from exactly
-// the allocation a describes, removes it from the undo log and returns its allocation; nil if
-// there is none.
-func (c *Cluster) undone(j trace.JobID, a *alloc) *alloc {
+// gpus (in order), mem and tag, removes it from the undo log and returns its allocation; nil
+// if there is none.
+func (c *Cluster) undone(j trace.JobID, gpus []int, mem int64, tag int32) *alloc {
 	if len(c.marks) == 0 || c.released[uint64(j)/64%16]&(1<<(uint64(j)%64)) == 0 {
 		return nil
 	}
@@ -379,25 +386,32 @@ func (c *Cluster) undone(j trace.JobID, a *alloc) *alloc {
 			if i < floor {
 				return nil
 			}
-			return c.undoAt(i, a)
+			return c.undoAt(i, gpus, mem, tag)
 		}
 	}
 	for i := len(c.undo) - 1; i >= floor; i-- {
 		if c.undo[i].job == j {
-			return c.undoAt(i, a)
+			return c.undoAt(i, gpus, mem, tag)
 		}
 	}
 	return nil
 }
 
-// undoAt removes the undo log's entry i, the last change of its job, if it releases exactly the
-// allocation a describes, and returns the allocation released; nil otherwise.
-func (c *Cluster) undoAt(i int, a *alloc) *alloc {
+// undoAt removes the undo log's entry i, the last change of its job, if it releases exactly
+// gpus (in order), mem and tag, and returns the allocation released; nil otherwise.
+func (c *Cluster) undoAt(i int, gpus []int, mem int64, tag int32) *alloc {
 	ch := c.undo[i]
-	if ch.place || ch.a.mem != a.mem || ch.a.tag != a.tag || !slices.Equal(ch.a.gpus, a.gpus) {
+	if ch.place || ch.a.mem != mem || ch.a.tag != tag || !slices.Equal(ch.a.gpus, gpus) {
 		return nil
 	}
-	c.undo = slices.Delete(c.undo, i, i+1)
+	if n := len(c.undo) - 1; i == n {
+		// The usual case (jobs go back in the reverse order of their release), without
+		// Delete's generic copy and clear.
+		c.undo[n] = change{}
+		c.undo = c.undo[:n]
+	} else {
+		c.undo = slices.Delete(c.undo, i, i+1)
+	}
 	return ch.a
 }
 

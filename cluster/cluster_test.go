@@ -393,6 +393,35 @@ func TestPlacedBackOutOfOrder(t *testing.T) {
 	}
 }
 
+// TestPlacedBackUnordered places a released job back on its GPUs listed in another order: the
+// release is still found and forgotten, and the allocation keeps its GPUs in order.
+func TestPlacedBackUnordered(t *testing.T) {
+	t.Parallel()
+	c := New(shape(2, 4))
+	c.Dense(2, 4)
+	if err := c.PlaceTagged(2, []int{1, 6, 3}, GiB, 1); err != nil {
+		t.Fatal(err)
+	}
+	before := snapshot(c)
+	mark := c.Mark()
+	if err := c.Release(2); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.PlaceTagged(2, []int{6, 3, 1}, GiB, 1); err != nil {
+		t.Fatal(err)
+	}
+	if len(c.undo) != 0 {
+		t.Fatalf("job 2 placed back unordered: %d changes left, want 0", len(c.undo))
+	}
+	if gpus, _, _ := c.Placed(2); !slices.Equal(gpus, []int{1, 3, 6}) {
+		t.Fatalf("job 2 on %v, want [1 3 6]", gpus)
+	}
+	c.Rollback(mark)
+	if after := snapshot(c); after != before {
+		t.Fatalf("rollback:\n%s\nwant\n%s", after, before)
+	}
+}
+
 // TestEachChange checks what EachChange reports against placements compared before and after
 // random changes under a mark: a job's first reported change is unchanged exactly when the job
 // sits as it did at the mark. It also checks PlacedAs and Depth.

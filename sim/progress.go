@@ -373,8 +373,12 @@ func (e *engine) place(j *policy.Job, pl policy.Placement, placed bool) error {
 			return fmt.Errorf("illegal plan: %w", err)
 		}
 	}
+	// j itself is among the residents when the policy placed it (placed), but not running yet.
 	for _, g := range pl.GPUs {
 		for _, id := range e.cl.Jobs(g) {
+			if id == j.ID {
+				continue
+			}
 			q := e.lookup(id)
 			if !q.Running {
 				continue
@@ -393,6 +397,9 @@ func (e *engine) place(j *policy.Job, pl policy.Placement, placed bool) error {
 	// Settle the future partners before their rates change.
 	for _, g := range pl.GPUs {
 		for _, id := range e.cl.Jobs(g) {
+			if id == j.ID {
+				continue
+			}
 			if q := e.lookup(id); q.Running {
 				e.settle(q.Idx)
 			}
@@ -412,7 +419,9 @@ func (e *engine) startRunning(i int32, pl policy.Placement) {
 	j.Running = true
 	// The previous run's list is no longer read by anyone: its memory is reused.
 	j.On = append(j.On[:0], pl.GPUs...)
-	slices.Sort(j.On)
+	if !slices.IsSorted(j.On) {
+		slices.Sort(j.On)
+	}
 	j.Opt = pl.Opt
 	j.Since = e.now
 	j.P.At = e.now
