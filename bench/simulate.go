@@ -36,6 +36,8 @@ type SimSpec struct {
 	Labels             map[string]string
 	// Observer, when set, also receives the decision log.
 	Observer sim.Observer
+	// Progress, when set, hears of finished jobs (sim.Config.Progress).
+	Progress func(done, total int)
 	// share, when set, runs the simulation of an exclusive policy through a sweep's memo.
 	share shareFunc
 }
@@ -62,7 +64,7 @@ func Simulate(ctx context.Context, spec SimSpec, out string, decisions bool) (*s
 		return nil, fmt.Errorf("%w (the cluster has %d GPUs; --drop-oversized drops such jobs)", err, spec.Shape.GPUs())
 	}
 	cfg := sim.Config{Shape: spec.Shape, Interval: spec.Interval, Restart: spec.Restart, IterScale: spec.IterScale, OverheadEveryEvent: spec.OverheadEveryEvent,
-		ModelMap: spec.ModelMap, TraceName: spec.TraceName}
+		ModelMap: spec.ModelMap, TraceName: spec.TraceName, Progress: spec.Progress}
 	var dir *sim.RunDir
 	var obs sim.Observer
 	var flush func() error

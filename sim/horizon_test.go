@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -184,4 +185,32 @@ func (c countingPolicy) Key(j *policy.Job) policy.Key {
 func (c countingPolicy) Schedule(s *policy.State) (policy.Plan, error) {
 	c.fn()
 	return c.Policy.Schedule(s)
+}
+
+// TestProgress checks that Config.Progress hears every ProgressStep finished jobs, in order,
+// and that listening changes nothing.
+func TestProgress(t *testing.T) {
+	t.Parallel()
+	n := 2*ProgressStep + 5
+	jobs := make([]trace.Job, n)
+	for i := range jobs {
+		jobs[i] = trace.Job{ID: trace.JobID(i + 1), Model: "a", GPUs: 1, Submit: time.Duration(i) * time.Second,
+			Iters: 10, IterTime: time.Second}
+	}
+	var heard [][2]int
+	cfg := Config{Progress: func(done, total int) { heard = append(heard, [2]int{done, total}) }}
+	with, err := runJobs(t, "fifo", cfg, jobs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := [][2]int{{ProgressStep, n}, {2 * ProgressStep, n}}; !slices.Equal(heard, want) {
+		t.Errorf("heard %v, want %v", heard, want)
+	}
+	without, err := runJobs(t, "fifo", Config{}, jobs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if with.Summary.AvgJCT != without.Summary.AvgJCT || with.Summary.Makespan != without.Summary.Makespan {
+		t.Errorf("with progress %+v, without %+v", with.Summary, without.Summary)
+	}
 }

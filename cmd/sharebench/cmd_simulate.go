@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"path/filepath"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -27,7 +28,10 @@ directory: summary.json, jobs.csv, util.csv and decisions.jsonl (docs/results-fo
 .sharebench marker, or holds nothing but run files); a new or empty directory is created. Any
 other non-empty directory is refused unless --force, which writes the run's files into it and
 leaves everything else there alone. The directory holding --trace, --profile, --model-map or
---cluster-spec is never accepted.`
+--cluster-spec is never accepted.
+
+On a terminal, a run that lasts more than a second tells on standard error how many of its jobs
+have finished.`
 
 const simulateExample = `  sharebench simulate --trace data/traces/muri-philly/trace2.csv --cluster 8x8 --policy sjf-bsbf \
     --profile results/profiles/gavel-v100.json --model-map bench/modelmaps/gavel.csv --out runs/trace2-bsbf`
@@ -50,7 +54,7 @@ func newSimulateCmd() *cobra.Command {
 		Example: simulateExample,
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return o.run(cmd.Context(), cmd.OutOrStdout())
+			return o.run(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	f := cmd.Flags()
@@ -125,7 +129,7 @@ func completePolicies(*cobra.Command, []string, string) ([]cobra.Completion, cob
 	return names, cobra.ShellCompDirectiveNoFileComp
 }
 
-func (o *simulateOpts) run(ctx context.Context, stdout io.Writer) error {
+func (o *simulateOpts) run(ctx context.Context, stdout, stderr io.Writer) error {
 	st, err := outdir.Check(o.out, outdir.Options{Kind: outdir.Run, Force: o.force,
 		Inputs: []string{o.trace, o.profile, o.modelMap, o.spec}})
 	if err != nil {
@@ -165,7 +169,13 @@ func (o *simulateOpts) run(ctx context.Context, stdout io.Writer) error {
 		defer tmp.Remove()
 		dest = filepath.Join(tmp.Path(), "run")
 	}
+	var line *progressLine
+	if progressTerminal(stderr) {
+		line = newProgressLine(stderr, time.Now)
+		spec.Progress = line.report
+	}
 	res, err := bench.Simulate(ctx, spec, dest, !o.noLog)
+	line.clear()
 	if errors.Is(err, context.Canceled) {
 		return fmt.Errorf("simulate: interrupted; %s is left as it was", o.out)
 	}
@@ -250,5 +260,34 @@ func writePolicies(stdout io.Writer) {
 	fmt.Fprintln(stdout, "\nAliases (the authors' names; without a suffix sjf-ffs and sjf-bsbf do not preempt):")
 	for _, a := range r.Aliases() {
 		fmt.Fprintf(stdout, "  %-26s = %s\n", a[0], a[1])
+	}
+}
+
+// progressLine tells, on a terminal, how far a long run is: one line, redrawn at most twice a
+// second from the run's first second on, cleared when the run ends.
+type progressLine struct {
+	w           io.Writer
+	now         func() time.Time
+	start, last time.Time
+	drawn       bool
+}
+
+func newProgressLine(w io.Writer, now func() time.Time) *progressLine {
+	return &progressLine{w: w, now: now, start: now()}
+}
+
+func (p *progressLine) report(done, total int) {
+	t := p.now()
+	if t.Sub(p.start) < time.Second || p.drawn && t.Sub(p.last) < time.Second/2 {
+		return
+	}
+	p.last, p.drawn = t, true
+	fmt.Fprintf(p.w, "\r\033[Ksimulate: %d of %d jobs finished (%d%%), %s", done, total, 100*done/total, t.Sub(p.start).Round(time.Second))
+}
+
+// clear erases the line if one was drawn; a nil line does nothing.
+func (p *progressLine) clear() {
+	if p != nil && p.drawn {
+		fmt.Fprint(p.w, "\r\033[K")
 	}
 }
