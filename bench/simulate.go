@@ -36,7 +36,8 @@ type SimSpec struct {
 	Labels             map[string]string
 	// Observer, when set, also receives the decision log.
 	Observer sim.Observer
-	// Progress, when set, hears of finished jobs (sim.Config.Progress).
+	// Progress, when set, hears of finished jobs (sim.Config.Progress); not when the result
+	// comes from a sweep's memo.
 	Progress func(done, total int)
 	// share, when set, runs the simulation of an exclusive policy through a sweep's memo.
 	share shareFunc

@@ -38,8 +38,8 @@ type Config struct {
 	ModelMap *profile.ModelMap
 	// TraceName labels errors and outputs.
 	TraceName string
-	// Progress, if not nil, hears how many of the run's jobs have finished, every ProgressStep
-	// of them. It must not touch the run.
+	// Progress, if not nil, hears how many of the run's jobs have finished, at every finish.
+	// It must not touch the run.
 	Progress func(done, total int)
 	// redo (tests) makes apply redo every plan on the cluster as it was before the policy's
 	// call, never keeping the policy's own changes (see reflects).
@@ -48,9 +48,6 @@ type Config struct {
 	// keys, as when their bits would exceed famIndexBytes.
 	famKeys bool
 }
-
-// ProgressStep is how many finished jobs apart Config.Progress hears of them.
-const ProgressStep = 1 << 14
 
 // Run simulates jobs under p on the cluster cfg.Shape using prof (nil: the trace's iteration
 // times, no sharing). obs, if not nil, receives the decision log. The error reports bad input,

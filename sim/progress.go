@@ -161,7 +161,7 @@ func (e *engine) finish(i int32) {
 		panic(fmt.Sprintf("sim: job %d finished in %v, faster than its solo time %v", j.ID, jct, st.solo))
 	}
 	e.done++
-	if e.cfg.Progress != nil && e.done%ProgressStep == 0 {
+	if e.cfg.Progress != nil {
 		e.cfg.Progress(e.done, len(e.jobs))
 	}
 	e.emit(Event{T: e.now, Kind: Finish, Job: j.ID, JCT: jct})
