@@ -41,11 +41,12 @@ func EarlyFixed(p Policy) int {
 	return 0
 }
 
-// WalkMerges returns how many walks of p merged the families and how many families prune
-// dropped from the merge's heap, for the policies on greedy.
-func WalkMerges(p Policy) (merges, pruned int) {
+// WalkMerges returns how many walks of p merged the families, how many of those merged at
+// their first skip (soonWalks), and how many families prune dropped from the merge's heap, for
+// the policies on greedy.
+func WalkMerges(p Policy) (merges, soon, pruned int) {
 	if g := greedyOf(p); g != nil {
-		return g.merges, g.pruned
+		return g.merges, g.soonMerges, g.pruned
 	}
-	return 0, 0
+	return 0, 0, 0
 }

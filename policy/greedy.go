@@ -81,6 +81,10 @@ type greedy struct {
 	scan    Pos
 	skipped int
 	merging bool
+	// soon counts the walks left that merge at their first skip (see soonWalks); soonNow: this
+	// walk does.
+	soon    int
+	soonNow bool
 	phase1  bool     // some running job may still rank below the walk (see walk)
 	cur     []Pos    // each family's next job in State.ByFamily, unless the family lags (below)
 	head    []*Job   // the job at cur, nil past the end
@@ -342,6 +346,10 @@ func (g *greedy) walk() error {
 		}
 	}
 	g.walked, g.merging, g.skipped, g.scan = false, false, 0, Pos{}
+	g.soonNow = g.soon > 0
+	if g.soonNow {
+		g.soon--
+	}
 	g.revive()
 	g.phase1 = g.preempt
 	for {
@@ -371,6 +379,13 @@ func (g *greedy) walk() error {
 // scanSkips is how many jobs in a row the walk skips in State.Pending before it merges the
 // families instead (merge).
 const scanSkips = 32
+
+// soonWalks is how many walks after one that merged on scanSkips merge at their first skip: a
+// queue whose head skipped that many jobs usually still does, and the scan up to scanSkips is
+// then spent for nothing. They do not renew the count, since a merged walk pays a step per
+// family at the merge and at every later change of the cluster: with many GPUs, merging at
+// every first skip cost more than the scans it saved.
+const soonWalks = 15
 
 // revive starts a new epoch after a change of the cluster: no family has failed in it, and the
 // merge, if on, takes every family with jobs ahead again (merge begins the same epoch again, and
@@ -412,7 +427,12 @@ func (g *greedy) next() *Job {
 		}
 		g.scan = g.s.Pending.Next(g.scan)
 		g.walked, g.wk, g.wj = true, j.K, j
-		if g.skipped++; g.skipped >= scanSkips {
+		if g.skipped++; g.soonNow || g.skipped >= scanSkips {
+			if g.soonNow {
+				g.soonMerges++
+			} else {
+				g.soon = soonWalks
+			}
 			g.merge()
 		}
 	}

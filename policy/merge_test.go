@@ -19,13 +19,13 @@ import (
 // TestMergedWalk runs the policies on greedy and their exhaustive walks on random saturated
 // traces with many families (models × GPU counts) and long queues, where the walk merges the
 // families (next) and prunes the merge's heap instead of scanning State.Pending. The decision
-// logs must be equal, and the traces must make the walks merge and prune.
+// logs must be equal, and the traces must make the walks merge, both ways, and prune.
 func TestMergedWalk(t *testing.T) {
 	t.Parallel()
 	prof := gavelProfile(t)
 	models := []string{"resnet18", "resnet50", "lm", "a3c", "transformer", "cyclegan", "recommendation"}
 	specs := []string{"fifo", "sjf", "tiresias-entry-order", "tiresias-testbed", "sjf-ffs-preempt", "sjf-bsbf"}
-	merges, pruned := map[string]int{}, map[string]int{}
+	merges, soon, pruned := map[string]int{}, map[string]int{}, map[string]int{}
 	for seed := range uint64(16) {
 		rng := rand.New(rand.NewPCG(seed, 21))
 		shape := cluster.Shape{Nodes: 2 + rng.IntN(3), GPUsPerNode: 4, GPUMemBytes: 32 * cluster.GiB, MaxShare: 2}
@@ -49,16 +49,20 @@ func TestMergedWalk(t *testing.T) {
 			if !bytes.Equal(logs[0], logs[1]) {
 				t.Errorf("seed %d %s: the merged walk and the exhaustive walk decide differently\n%s", seed, spec, firstDiff(logs[0], logs[1]))
 			}
-			m, n := policy.WalkMerges(p)
+			m, e, n := policy.WalkMerges(p)
 			merges[spec] += m
+			soon[spec] += e
 			pruned[spec] += n
 		}
 	}
-	t.Logf("walks that merged: %v; families pruned: %v", merges, pruned)
+	t.Logf("walks that merged: %v, at their first skip: %v; families pruned: %v", merges, soon, pruned)
 	for _, spec := range specs {
 		// sjf-ffs-preempt's walks rarely leave phase 1, and it fails no family by size.
-		if merges[spec] < 100 || pruned[spec] < 100 && spec != "sjf-ffs-preempt" {
-			t.Errorf("%s: %d merged walks, %d families pruned: the traces do not exercise them", spec, merges[spec], pruned[spec])
+		// Both ways into the merge: after scanSkips skipped jobs, and at the first skip of
+		// a walk that soon follows such a one.
+		if merges[spec]-soon[spec] < 30 || soon[spec] < 100 || pruned[spec] < 100 && spec != "sjf-ffs-preempt" {
+			t.Errorf("%s: %d merged walks (%d at their first skip), %d families pruned: the traces do not exercise them",
+				spec, merges[spec], soon[spec], pruned[spec])
 		}
 	}
 }

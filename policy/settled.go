@@ -152,16 +152,17 @@ type settledState struct {
 	settled bool
 	// fixEarly's marks: earlyAt[j.Idx] == earlyCall for the jobs left in place in this call
 	// (earlyCall 0: none); earlyN numbers the calls that marked.
-	earlyAt   []uint32
-	earlyCall uint32
-	earlyN    uint32
-	nodes     []nodeIdle
-	arrived   int    // jobs of State.Jobs that had arrived by the last call
-	arr       []*Job // arrivals, reused
-	skips     int    // calls the shortcut answered (for tests)
-	fixed     int    // running jobs fixEarly left in place (for tests)
-	merges    int    // walks that merged the families (for tests)
-	pruned    int    // families prune dropped from the merge's heap (for tests)
+	earlyAt    []uint32
+	earlyCall  uint32
+	earlyN     uint32
+	nodes      []nodeIdle
+	arrived    int    // jobs of State.Jobs that had arrived by the last call
+	arr        []*Job // arrivals, reused
+	skips      int    // calls the shortcut answered (for tests)
+	fixed      int    // running jobs fixEarly left in place (for tests)
+	merges     int    // walks that merged the families (for tests)
+	soonMerges int    // of those, walks that merged at their first skip (soonWalks; for tests)
+	pruned     int    // families prune dropped from the merge's heap (for tests)
 }
 
 // A call after a walk that left the cluster settled, with finished jobs among the changes, walks
