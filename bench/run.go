@@ -184,7 +184,8 @@ func (r *RunSpec) execute(ctx context.Context, in *Inputs, outRoot string) error
 			return fmt.Errorf("output: %w", err)
 		}
 		defer logFile.Close()
-		spec.Observer, flush = sim.JSONLWriter(logFile)
+		spec.Observer, flush = sim.JSONLBackground(logFile)
+		defer flush() // ends the writer before the file closes, also when the run fails
 	}
 	res, err := Simulate(ctx, spec, "", false)
 	if err != nil {

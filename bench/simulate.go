@@ -86,7 +86,8 @@ func Simulate(ctx context.Context, spec SimSpec, out string, decisions bool) (*s
 			}
 			logFile = f
 			defer logFile.Close()
-			obs, flush = sim.JSONLWriter(f)
+			obs, flush = sim.JSONLBackground(f)
+			defer flush() // ends the writer before the file closes, also when the run fails
 		}
 	}
 	if o := spec.Observer; o != nil {
@@ -131,6 +132,9 @@ func Simulate(ctx context.Context, spec SimSpec, out string, decisions bool) (*s
 	if dir == nil {
 		return res, nil
 	}
+	if err := dir.WriteResult(res); err != nil { // while the decision log's last lines are written
+		return nil, err
+	}
 	if flush != nil {
 		if err := flush(); err != nil {
 			return nil, fmt.Errorf("output: %s: %w", sim.DecisionsFile, err)
@@ -138,9 +142,6 @@ func Simulate(ctx context.Context, spec SimSpec, out string, decisions bool) (*s
 		if err := logFile.Close(); err != nil {
 			return nil, fmt.Errorf("output: %s: %w", sim.DecisionsFile, err)
 		}
-	}
-	if err := dir.WriteResult(res); err != nil {
-		return nil, err
 	}
 	if err := dir.Commit(); err != nil {
 		return nil, err

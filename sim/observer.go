@@ -3,6 +3,7 @@ package sim
 import (
 	"bufio"
 	"io"
+	"slices"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -106,6 +107,54 @@ func JSONLWriter(w io.Writer) (Observer, func() error) {
 			return err
 		}
 		return bw.Flush()
+	}
+	return obs, flush
+}
+
+// JSONLBackground is JSONLWriter with the formatting and the writes done on a goroutine of its
+// own, in batches of events: on a machine with a core to spare, a run does not wait for its
+// decision log (the log of a run that preempts often is most of its work). The file's bytes are
+// those JSONLWriter writes. No event may follow the flush, which must be called once the run is
+// over, also after a failed run: it ends the goroutine. Calling it again returns the same error.
+func JSONLBackground(w io.Writer) (Observer, func() error) {
+	const batch, buffers = 2048, 3
+	full := make(chan []Event, buffers-1)
+	free := make(chan []Event, buffers)
+	for range buffers {
+		free <- make([]Event, 0, batch)
+	}
+	done := make(chan error, 1)
+	go func() {
+		write, flush := JSONLWriter(w)
+		for evs := range full {
+			for _, ev := range evs {
+				write(ev)
+			}
+			clear(evs) // let the events' strings go
+			free <- evs[:0]
+		}
+		done <- flush()
+	}()
+	cur := <-free
+	obs := func(ev Event) {
+		if len(ev.Partners) > 0 { // the policy's slice, which it may reuse before the line is written
+			ev.Partners = slices.Clone(ev.Partners)
+		}
+		if cur = append(cur, ev); len(cur) == batch {
+			full <- cur
+			cur = <-free
+		}
+	}
+	var err error
+	ended := false
+	flush := func() error {
+		if !ended {
+			ended = true
+			full <- cur
+			close(full)
+			err = <-done
+		}
+		return err
 	}
 	return obs, flush
 }

@@ -225,6 +225,9 @@ func runVariant(t *testing.T, seed uint64, spec string, set func(*Config)) (log,
 	}
 	var buf bytes.Buffer
 	obs, flush := JSONLWriter(&buf)
+	if seed%2 == 1 {
+		obs, flush = JSONLBackground(&buf) // the same bytes (TestJSONLBackground), on a real run
+	}
 	cfg := Config{Shape: shape, Restart: RestartCost{Source: []RestartSource{RestartOff, RestartAuto, RestartLineage}[seed%3]},
 		TraceName: "random"}
 	set(&cfg)

@@ -23,7 +23,7 @@ const (
 
 // WriteJobs writes jobs.csv.
 func WriteJobs(w io.Writer, jobs []JobResult) error {
-	bw := bufio.NewWriter(w)
+	bw := bufio.NewWriterSize(w, 64<<10)
 	bw.WriteString("job_id,model,num_gpu,submit_s,start_s,end_s,jct_s,queue_s,solo_s,shared_s,preemptions,sub_batch,batch\n")
 	var b []byte
 	for _, j := range jobs {
@@ -72,7 +72,7 @@ func appendCSV(b []byte, s string) []byte {
 
 // WriteUtil writes util.csv.
 func WriteUtil(w io.Writer, rows []UtilRow) error {
-	bw := bufio.NewWriter(w)
+	bw := bufio.NewWriterSize(w, 64<<10)
 	bw.WriteString("t_s,busy_gpus,shared_gpus,running_jobs,pending_jobs\n")
 	var b []byte
 	for _, r := range rows {

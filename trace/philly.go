@@ -123,6 +123,9 @@ type phillyState struct {
 func (r *Reader) scanPhilly() bool {
 	if r.philly == nil {
 		models := r.opt.PhillyModels
+		if len(models) == 0 && r.opt.PhillyModelsFrom != nil {
+			models = r.opt.PhillyModelsFrom()
+		}
 		if len(models) == 0 {
 			models = defaultModels[:]
 		}

@@ -26,6 +26,10 @@ type Options struct {
 	// PhillyModels lists the models a Philly row may be mapped to, with their weights.
 	// Empty means [DefaultModels].
 	PhillyModels []ModelSpec
+	// PhillyModelsFrom, when PhillyModels is empty, supplies them once the input turns out to
+	// be a Philly table (nil or empty: [DefaultModels]). It is called at most once, from the
+	// reading goroutine, so that a caller can read the trace while it still works them out.
+	PhillyModelsFrom func() []ModelSpec
 	// SkipInvalid makes the Philly reader skip rows whose duration or GPU count is not
 	// positive instead of failing on them; [Reader.Skipped] counts the skipped rows.
 	// It does not excuse syntax errors, and it has no effect on the other formats.

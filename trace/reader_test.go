@@ -346,6 +346,18 @@ func TestPhillyMapping(t *testing.T) {
 		t.Errorf("single-model mapping (-want +got):\n%s", d)
 	}
 
+	// PhillyModelsFrom stands for PhillyModels: asked once, for a Philly table only.
+	calls := 0
+	from := func() []ModelSpec { calls++; return one }
+	got = read(t, header+strings.Join(rows, ""), Options{PhillyModelsFrom: from})
+	if d := diffJobs(want, got, false); d != "" || calls != 1 {
+		t.Errorf("models from a function, asked %d times (-want +got):\n%s", calls, d)
+	}
+	read(t, "job_id,submit_s,num_gpu,model,batch_size,iterations\n1,0,1,m,32,10\n", Options{PhillyModelsFrom: from})
+	if calls != 1 {
+		t.Errorf("a canonical trace asked for the Philly models")
+	}
+
 	// The model of a row depends on the seed and the row index only: changing the other rows
 	// leaves it alone.
 	models := func(jobs []Job) map[JobID]string {

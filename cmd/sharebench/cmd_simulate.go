@@ -89,31 +89,65 @@ func newSimulateCmd() *cobra.Command {
 // loadSimInputs reads what simulate and replay take: the profile and model map (each optional)
 // and the trace. A job table without models (Philly) gets the authors' eight models with the
 // profile's step times, as the experiments do, so its jobs keep their durations on one GPU.
+// Unless the format is Philly, the trace is read while the profile is decoded (a trace that
+// turns out to be a Philly table waits for the models); errors come in the same order either way.
 func loadSimInputs(tracePath string, f trace.Format, profPath, mapPath string, seed uint64) (*profile.Table, *profile.ModelMap, []trace.Job, error) {
 	var prof *profile.Table
 	var mm *profile.ModelMap
+	var models []trace.ModelSpec
 	var err error
-	if profPath != "" {
-		if prof, err = profile.LoadFile(profPath); err != nil {
+	load := func() error {
+		if profPath != "" {
+			if prof, err = profile.LoadFile(profPath); err != nil {
+				return err
+			}
+		}
+		if mapPath != "" {
+			if mm, err = profile.LoadModelMapFile(mapPath); err != nil {
+				return err
+			}
+		}
+		if prof != nil {
+			if models, err = bench.ProfileModels(prof, mm); err != nil && f == trace.FormatPhilly {
+				return err
+			}
+		}
+		return nil
+	}
+	if profPath == "" || f == trace.FormatPhilly {
+		if err := load(); err != nil {
 			return nil, nil, nil, err
 		}
-	}
-	if mapPath != "" {
-		if mm, err = profile.LoadModelMapFile(mapPath); err != nil {
+		jobs, err := trace.ReadFile(tracePath, f, trace.Options{Seed: seed, PhillyModels: models})
+		if err != nil {
 			return nil, nil, nil, err
 		}
+		return prof, mm, jobs, nil
 	}
-	opts := trace.Options{Seed: seed}
-	if prof != nil {
-		if opts.PhillyModels, err = bench.ProfileModels(prof, mm); err != nil && f == trace.FormatPhilly {
-			return nil, nil, nil, err
-		}
+	loaded := make(chan struct{})
+	type read struct {
+		jobs []trace.Job
+		err  error
 	}
-	jobs, err := trace.ReadFile(tracePath, f, opts)
-	if err != nil {
-		return nil, nil, nil, err
+	done := make(chan read, 1)
+	go func() {
+		opts := trace.Options{Seed: seed, PhillyModelsFrom: func() []trace.ModelSpec {
+			<-loaded
+			return models
+		}}
+		jobs, err := trace.ReadFile(tracePath, f, opts)
+		done <- read{jobs, err}
+	}()
+	lerr := load()
+	close(loaded)
+	r := <-done
+	if lerr != nil {
+		return nil, nil, nil, lerr
 	}
-	return prof, mm, jobs, nil
+	if r.err != nil {
+		return nil, nil, nil, r.err
+	}
+	return prof, mm, r.jobs, nil
 }
 
 // completePolicies offers the policy names and aliases.

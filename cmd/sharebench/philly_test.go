@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/sharebench/sharebench/bench"
@@ -40,17 +41,21 @@ func TestSimulatePhillyAsE3(t *testing.T) {
 	}
 
 	root := filepath.Join("..", "..")
-	_, _, got, err := loadSimInputs(filepath.Join(root, "data", "traces", "pollux-philly-jobs", "philly.csv"), trace.FormatPhilly,
-		filepath.Join(root, "results", "profiles", "gavel-v100.json"), filepath.Join(root, "bench", "modelmaps", "gavel.csv"), r.Seed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(got) != len(want) {
-		t.Fatalf("simulate reads %d jobs, E3 runs %d", len(got), len(want))
-	}
-	for i := range got {
-		if !reflect.DeepEqual(got[i], want[i]) {
-			t.Fatalf("job %d: simulate reads %+v, E3 runs %+v", i, got[i], want[i])
+	var got []trace.Job
+	// Named, the table is read after the profile; detected, while the profile is decoded.
+	for _, f := range []trace.Format{trace.FormatPhilly, trace.FormatAuto} {
+		_, _, got, err = loadSimInputs(filepath.Join(root, "data", "traces", "pollux-philly-jobs", "philly.csv"), f,
+			filepath.Join(root, "results", "profiles", "gavel-v100.json"), filepath.Join(root, "bench", "modelmaps", "gavel.csv"), r.Seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("format %v: simulate reads %d jobs, E3 runs %d", f, len(got), len(want))
+		}
+		for i := range got {
+			if !reflect.DeepEqual(got[i], want[i]) {
+				t.Fatalf("format %v: job %d: simulate reads %+v, E3 runs %+v", f, i, got[i], want[i])
+			}
 		}
 	}
 
@@ -72,5 +77,28 @@ func TestSimulatePhillyAsE3(t *testing.T) {
 	}
 	if stats.GPUSeconds != rec.TraceStats.GPUSeconds {
 		t.Errorf("simulate's jobs carry %.6g GPU-seconds, E3's run.json %.6g", stats.GPUSeconds, rec.TraceStats.GPUSeconds)
+	}
+}
+
+// TestLoadSimInputsErrorOrder requires the profile's error before the trace's when both fail,
+// though the trace is read while the profile is decoded.
+func TestLoadSimInputsErrorOrder(t *testing.T) {
+	dir := t.TempDir()
+	prof := filepath.Join(dir, "p.json")
+	if err := os.WriteFile(prof, []byte("{\"format\": 1"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, _, _, err := loadSimInputs(filepath.Join(dir, "missing.csv"), trace.FormatAuto, prof, "", 1)
+	if err == nil || !strings.Contains(err.Error(), "p.json") {
+		t.Fatalf("err = %v, want the profile's error", err)
+	}
+	good := filepath.Join("..", "..", "results", "profiles", "gavel-v100.json")
+	_, _, _, err = loadSimInputs(filepath.Join(dir, "missing.csv"), trace.FormatAuto, good, filepath.Join(dir, "missing-map.csv"), 1)
+	if err == nil || !strings.Contains(err.Error(), "missing-map.csv") {
+		t.Fatalf("err = %v, want the model map's error", err)
+	}
+	_, _, _, err = loadSimInputs(filepath.Join(dir, "missing.csv"), trace.FormatAuto, good, "", 1)
+	if err == nil || !strings.Contains(err.Error(), "missing.csv") {
+		t.Fatalf("err = %v, want the trace's error", err)
 	}
 }
