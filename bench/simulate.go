@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/sharebench/sharebench/cluster"
@@ -51,13 +52,8 @@ func Simulate(ctx context.Context, spec SimSpec, out string, decisions bool) (*s
 		return nil, err
 	}
 	if spec.Profile != nil {
-		known := spec.Profile.ModelNames()
-		jobs := spec.Jobs
-		if spec.ModelMap != nil {
-			jobs = mapped(jobs, spec.ModelMap)
-		}
-		if err := trace.CheckModels(jobs, spec.TraceName, known); err != nil {
-			return nil, fmt.Errorf("%w (use --model-map to map trace models onto the profile)", err)
+		if err := CheckModels(spec.Jobs, spec.TraceName, spec.Profile, spec.ModelMap); err != nil {
+			return nil, err
 		}
 	}
 	jobs, dropped, err := trace.DropOversized(spec.Jobs, spec.TraceName, spec.Shape.GPUs(), spec.DropOversized)
@@ -150,12 +146,14 @@ func Simulate(ctx context.Context, spec SimSpec, out string, decisions bool) (*s
 	return res, nil
 }
 
-// mapped returns the jobs with their models renamed through the model map, for validation.
-func mapped(jobs []trace.Job, m *profile.ModelMap) []trace.Job {
-	out := make([]trace.Job, len(jobs))
-	for i, j := range jobs {
-		j.Model, _ = m.Resolve(j.Model, j.Batch)
-		out[i] = j
+// CheckModels returns trace.CheckModels' error for the first job whose model, renamed through
+// the model map (nil: none), the profile does not know. It copies no job.
+func CheckModels(jobs []trace.Job, file string, prof *profile.Table, mm *profile.ModelMap) error {
+	known := prof.ModelNames()
+	for _, j := range jobs {
+		if j.Model, _ = mm.Resolve(j.Model, j.Batch); !slices.Contains(known, j.Model) {
+			return fmt.Errorf("%w (use --model-map to map trace models onto the profile)", trace.CheckModels([]trace.Job{j}, file, known))
+		}
 	}
-	return out
+	return nil
 }

@@ -20,6 +20,11 @@ func Load(r io.Reader, name string) (*Table, error) {
 	if err != nil {
 		return nil, fmt.Errorf("profile: %s: %w", name, err)
 	}
+	return decode(data, name)
+}
+
+// decode is Load on the profile's bytes.
+func decode(data []byte, name string) (*Table, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, fmt.Errorf("profile: %s: empty file", name)
 	}
@@ -47,12 +52,11 @@ func Load(r io.Reader, name string) (*Table, error) {
 
 // LoadFile reads the profile at path.
 func LoadFile(path string) (*Table, error) {
-	f, err := os.Open(path)
+	data, err := os.ReadFile(path) // one buffer of the file's size
 	if err != nil {
 		return nil, fmt.Errorf("profile: %w", err)
 	}
-	defer f.Close()
-	return Load(f, filepath.Base(path))
+	return decode(data, filepath.Base(path))
 }
 
 // position returns the line and column of a JSON decoding error.

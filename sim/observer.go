@@ -117,7 +117,7 @@ func JSONLWriter(w io.Writer) (Observer, func() error) {
 // those JSONLWriter writes. No event may follow the flush, which must be called once the run is
 // over, also after a failed run: it ends the goroutine. Calling it again returns the same error.
 func JSONLBackground(w io.Writer) (Observer, func() error) {
-	const batch, buffers = 2048, 3
+	const batch, buffers = 512, 3
 	full := make(chan []Event, buffers-1)
 	free := make(chan []Event, buffers)
 	for range buffers {

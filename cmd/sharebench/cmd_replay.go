@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sharebench/sharebench/analysis"
+	"github.com/sharebench/sharebench/bench"
 	"github.com/sharebench/sharebench/internal/outdir"
 	"github.com/sharebench/sharebench/policy"
 	"github.com/sharebench/sharebench/profile"
@@ -138,13 +139,8 @@ func (o *replayOpts) run(ctx context.Context, stdout, stderr io.Writer) error {
 	}
 	name := filepath.Base(o.trace)
 	if prof != nil {
-		mapped := make([]trace.Job, len(jobs))
-		for i, j := range jobs {
-			j.Model, _ = mm.Resolve(j.Model, j.Batch)
-			mapped[i] = j
-		}
-		if err := trace.CheckModels(mapped, name, prof.ModelNames()); err != nil {
-			return fmt.Errorf("%w (use --model-map to map trace models onto the profile)", err)
+		if err := bench.CheckModels(jobs, name, prof, mm); err != nil {
+			return err
 		}
 	}
 	if _, _, err := trace.DropOversized(jobs, name, shape.GPUs(), false); err != nil {

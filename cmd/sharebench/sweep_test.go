@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -138,5 +139,40 @@ func TestBatchGC(t *testing.T) {
 		if gc, limit := read(); gc != gc0 || limit != lim0 {
 			t.Errorf("GOGC=%q GOMEMLIMIT=%q: settings not restored: %d, %d", c.gogc, c.memlimit, gc, limit)
 		}
+	}
+}
+
+// TestSmallRunGC: simulate collects at GOGC=400 unless the user set GOGC, and goes back to the
+// default; docs/simulator.md gives its bound on the trace's size.
+func TestSmallRunGC(t *testing.T) {
+	read := func() int {
+		gc := debug.SetGCPercent(-1)
+		debug.SetGCPercent(gc)
+		return gc
+	}
+	gc0 := read()
+	defer debug.SetGCPercent(gc0)
+	for _, c := range []struct {
+		gogc          string
+		during, after int
+	}{{"", 400, 100}, {"150", gc0, gc0}} {
+		t.Setenv("GOGC", c.gogc)
+		restore := smallRunGC()
+		during := read()
+		restore()
+		if after := read(); during != c.during || after != c.after {
+			t.Errorf("GOGC=%q: GOGC %d during the run and %d after, want %d and %d", c.gogc, during, after, c.during, c.after)
+		}
+	}
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "simulator.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := strconv.Itoa(smallRunJobs)
+	for i := len(n) - 3; i > 0; i -= 3 {
+		n = n[:i] + "," + n[i:]
+	}
+	if want := "at most " + n + " jobs (`smallRunJobs`)"; !strings.Contains(strings.Join(strings.Fields(string(doc)), " "), want) {
+		t.Errorf("docs/simulator.md does not say %q", want)
 	}
 }
