@@ -64,15 +64,16 @@ func Run(ctx context.Context, cfg Config, jobs []trace.Job, p policy.Policy, pro
 }
 
 type engine struct {
-	cfg   Config
-	pol   policy.Policy
-	keyer policy.Keyer
-	cl    *cluster.Cluster
-	env   *policy.Env
-	obs   Observer
-	names []string      // GPU names for events, made on first need
-	jobs  []*policy.Job // in arrival order
-	byIDs []int32       // job indices sorted by job ID, for lookups
+	cfg      Config
+	pol      policy.Policy
+	keyer    policy.Keyer
+	cl       *cluster.Cluster
+	env      *policy.Env
+	obs      Observer
+	names    []string      // GPU names for events, made on first need
+	allNames []string      // every GPU's name, in order, once a start event needs them (gpuNames)
+	jobs     []*policy.Job // in arrival order
+	byIDs    []int32       // job indices sorted by job ID, for lookups
 	// dense maps ID-minID to a job index (-1: none) when the IDs are compact, as they
 	// usually are, so that lookups skip the binary search.
 	dense []int32

@@ -36,7 +36,8 @@ type Event struct {
 	JCT      time.Duration // for Finish
 }
 
-// Observer receives the decision log, event by event, in order.
+// Observer receives the decision log, event by event, in order. An event's slices may be shared
+// with other events and with the engine: an observer reads them and does not change them.
 type Observer func(Event)
 
 func (e *engine) emit(ev Event) {
@@ -54,6 +55,26 @@ func (e *engine) gpuName(g int) string {
 		e.names[g] = e.cl.ID(g).String()
 	}
 	return e.names[g]
+}
+
+// gpuNames names the GPUs on (sorted, distinct) as a start event lists them. A run of
+// consecutive GPUs, as YARN places most jobs, is a slice of the names of all GPUs in order,
+// which spares an allocation per start.
+func (e *engine) gpuNames(on []int) []string {
+	if e.allNames == nil {
+		e.allNames = make([]string, e.cl.Shape().GPUs())
+		for g := range e.allNames {
+			e.allNames[g] = e.gpuName(g)
+		}
+	}
+	if n := len(on); on[n-1]-on[0] == n-1 {
+		return e.allNames[on[0] : on[0]+n : on[0]+n]
+	}
+	ids := make([]string, len(on))
+	for k, g := range on {
+		ids[k] = e.allNames[g]
+	}
+	return ids
 }
 
 // JSONLWriter returns an Observer that writes each event as one JSON line to w, and a flush

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/sharebench/sharebench/cluster"
 	"github.com/sharebench/sharebench/trace"
 )
 
@@ -70,3 +72,22 @@ var errFull = errors.New("disk full")
 type failWriter struct{}
 
 func (failWriter) Write([]byte) (int, error) { return 0, errFull }
+
+// TestGPUNames requires a start event's GPU names as gpuName gives them, with no allocation for
+// consecutive GPUs.
+func TestGPUNames(t *testing.T) {
+	e := &engine{cl: cluster.New(cluster.Shape{Nodes: 3, GPUsPerNode: 4, GPUMemBytes: cluster.GiB, MaxShare: 1})}
+	for _, on := range [][]int{{0}, {2, 3}, {3, 4, 5, 6, 7, 8}, {11}, {1, 3}, {0, 4, 8}} {
+		got := e.gpuNames(on)
+		want := make([]string, len(on))
+		for k, g := range on {
+			want[k] = e.cl.ID(g).String()
+		}
+		if !slices.Equal(got, want) || cap(got) != len(got) {
+			t.Errorf("gpuNames(%v) = %q (cap %d), want %q", on, got, cap(got), want)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { e.gpuNames([]int{4, 5, 6, 7}) }); n != 0 {
+		t.Errorf("consecutive GPUs: %v allocations, want 0", n)
+	}
+}

@@ -444,11 +444,7 @@ func (e *engine) startRunning(i int32, pl policy.Placement) {
 	e.run, e.runIdx = append(e.run, j), append(e.runIdx, i)
 	e.runSorted = false
 	if e.obs != nil {
-		ids := make([]string, len(j.On))
-		for k, g := range j.On {
-			ids[k] = e.gpuName(g)
-		}
-		e.emit(Event{T: e.now, Kind: Start, Job: j.ID, GPUs: ids, SubBatch: j.Options[pl.Opt].SubBatch, Partners: pl.Partners, Reason: pl.Reason})
+		e.emit(Event{T: e.now, Kind: Start, Job: j.ID, GPUs: e.gpuNames(j.On), SubBatch: j.Options[pl.Opt].SubBatch, Partners: pl.Partners, Reason: pl.Reason})
 	}
 }
 
