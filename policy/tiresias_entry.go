@@ -32,6 +32,10 @@ type TiresiasEntry struct {
 	// a promotion.
 	demoted []string
 	starved string
+	// waited is the reason of the last promotion, for a wait of waitedFor: promotions fire at
+	// deadlines, so most waits are the same and share it.
+	waited    string
+	waitedFor time.Duration
 	// plan is the call's plan, whose notes and re-keys reuse the memory of the last call's:
 	// the engine is done with a plan before it calls again.
 	plan Plan
@@ -162,7 +166,10 @@ func (t *TiresiasEntry) Schedule(s *State) (Plan, error) {
 			st.queue, st.entered, st.base = 0, s.Now, j.Executed(s.Now)
 			n := Note{Job: j.ID, Event: "promote"}
 			if s.Env.Explain {
-				n.Reason = "waited " + fmtDur(s.Now-j.Since) + t.starved
+				if w := s.Now - j.Since; w != t.waitedFor || t.waited == "" {
+					t.waited, t.waitedFor = "waited "+fmtDur(w)+t.starved, w
+				}
+				n.Reason = t.waited
 			}
 			plan.Notes = append(plan.Notes, n)
 			plan.Rekey = append(plan.Rekey, j.ID)
