@@ -66,6 +66,7 @@ type placer struct {
 	// notes holds, with Env.Explain, the partners of the last sharing placement found, for its
 	// reason (shareReason): built as a string only for the placement the policy chooses.
 	notes, bestNotes []checked
+	why              []byte // shareReason's buffer
 }
 
 // note records partner c of the sharing placement being found, with Env.Explain.
@@ -76,9 +77,9 @@ func (p *placer) note(c checked) {
 }
 
 // shareReason explains a sharing placement by its partners' share checks.
-func shareReason(notes []checked) string {
+func (p *placer) shareReason(notes []checked) string {
 	// fmt's "share with %d: t_con=%.3fs < t_seq=%.3fs", without fmt: one per sharing start.
-	var b []byte
+	b := p.why[:0]
 	for i, c := range notes {
 		if i > 0 {
 			b = append(b, "; "...)
@@ -88,6 +89,7 @@ func shareReason(notes []checked) string {
 		b = strconv.AppendFloat(append(b, "s < t_seq="...), c.tSeq, 'f', 3, 64)
 		b = append(b, 's')
 	}
+	p.why = b
 	return string(b)
 }
 

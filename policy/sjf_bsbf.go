@@ -82,7 +82,7 @@ func newSJFBSBF(a SJFBSBFArgs) *SJFBSBF {
 		}
 		if found && p.s.Env.Explain {
 			if bestWhy == "" {
-				bestWhy = shareReason(p.bestNotes)
+				bestWhy = p.shareReason(p.bestNotes)
 			}
 			best.Reason = "sub-batch " + strconv.Itoa(j.Options[best.Opt].SubBatch) + ": " + bestWhy
 		}
