@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"time"
 )
 
@@ -46,7 +47,11 @@ type Tiresias struct {
 	// Per-call scratch.
 	arrived, demoted, starts, stops []int32
 	keep                            []bool
-	tmp                             []int
+	// The last call's plan and its starts' GPUs, whose memory the next call reuses (the engine
+	// is done with a plan before it calls again); fitsWhy[q] is a start's reason in queue q.
+	last    Plan
+	gpus    []int
+	fitsWhy []string
 }
 
 var _ Policy = (*Tiresias)(nil)
@@ -200,7 +205,8 @@ func (t *Tiresias) state(idx int32) *lasJob {
 // Schedule applies the events since the last call (completions, arrivals, demotions), walks the
 // queues and returns the jobs to preempt and to start.
 func (t *Tiresias) Schedule(s *State) (Plan, error) {
-	var plan Plan
+	plan := Plan{Stop: t.last.Stop[:0], Start: t.last.Start[:0], Notes: t.last.Notes[:0]}
+	defer func() { t.last = plan }()
 	if len(t.st) < len(s.Jobs) {
 		t.st = slices.Grow(t.st, len(s.Jobs)-len(t.st))
 	}
@@ -479,20 +485,25 @@ func (t *Tiresias) plan(s *State, plan *Plan) error {
 		}
 		plan.Stop = append(plan.Stop, j.ID)
 	}
+	t.gpus = t.gpus[:0]
 	for _, i := range t.starts {
 		j := jobAt(s, i)
-		gpus := cl.AppendIdle(t.tmp[:0], j.GPUs)
-		t.tmp = gpus
+		lo := len(t.gpus)
+		t.gpus = cl.AppendIdle(t.gpus, j.GPUs)
+		gpus := t.gpus[lo:len(t.gpus):len(t.gpus)]
 		if len(gpus) < j.GPUs {
 			return fmt.Errorf("policy %s: job %d: %d idle GPUs for %d (the count of free GPUs is off)", KeyTiresias, j.ID, len(gpus), j.GPUs)
 		}
-		gpus = slices.Clone(gpus)
 		if err := cl.Place(j.ID, gpus, j.Options[j.Fast].Mem); err != nil {
 			return fmt.Errorf("policy %s: job %d: %w", KeyTiresias, j.ID, err)
 		}
 		pl := Placement{Job: j.ID, GPUs: gpus, Opt: j.Fast}
 		if s.Env.Explain {
-			pl.Reason = fmt.Sprintf("queue %d, fits in the free GPUs", t.state(i).queue)
+			q := t.state(i).queue
+			for len(t.fitsWhy) <= q {
+				t.fitsWhy = append(t.fitsWhy, "queue "+strconv.Itoa(len(t.fitsWhy))+", fits in the free GPUs")
+			}
+			pl.Reason = t.fitsWhy[q]
 		}
 		plan.Start = append(plan.Start, pl)
 	}
