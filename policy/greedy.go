@@ -128,6 +128,10 @@ type famFail struct {
 // instead.
 const maxMoved = 64
 
+// movedCap bounds the log of changed GPUs: beyond it, note drops all but the last maxMoved
+// entries, which are all a kept failure can still be checked against.
+const movedCap = 1 << 12
+
 type ranked struct {
 	j *Job
 	k Key
@@ -574,6 +578,9 @@ func (g *greedy) failsStill(j *Job, now bool) (bool, error) {
 	if x.j == nil || g.s.Now >= x.until || x.j != j && Compare(j.K, j, x.j.K, x.j) <= 0 {
 		return false, nil
 	}
+	if x.pos < g.logBase {
+		return false, nil // more than maxMoved changes since (note dropped them)
+	}
 	log := g.moved[x.pos-g.logBase:]
 	if len(log) > maxMoved || !g.p.lookedUp(j, now) {
 		return false, nil
@@ -600,9 +607,14 @@ func (g *greedy) failsStill(j *Job, now bool) (bool, error) {
 // check that failed against it keeps failing (those before it never counted on its GPUs, which
 // were idle then). Anything else forgets every failure.
 func (g *greedy) note(s *State) {
-	if s.Resync || g.p.plannedAt == nil || g.p.call <= 1 || len(g.moved) > 1<<16 {
+	if s.Resync || g.p.plannedAt == nil || g.p.call <= 1 {
 		g.forgetAll()
 		return
+	}
+	if n := len(g.moved); n > movedCap {
+		copy(g.moved, g.moved[n-maxMoved:])
+		g.moved = g.moved[:maxMoved]
+		g.logBase += n - maxMoved
 	}
 	for _, id := range s.Finished {
 		j := s.Lookup(id)
