@@ -50,3 +50,23 @@ func WalkMerges(p Policy) (merges, soon, pruned int) {
 	}
 	return 0, 0, 0
 }
+
+// SetMovedCap bounds the log of changed GPUs at n entries (movedCap), for a test; it returns the
+// function that restores the bound.
+func SetMovedCap(n int) (restore func()) {
+	old := movedCap
+	movedCap = n
+	return func() { movedCap = old }
+}
+
+// MovedCompactions returns how many times p's walk dropped the older entries of its log of
+// changed GPUs.
+func MovedCompactions(p Policy) int {
+	if g := greedyOf(p); g != nil {
+		return g.compacted
+	}
+	return 0
+}
+
+// MaxMoved is maxMoved, the entries the log of changed GPUs keeps when it drops the rest.
+const MaxMoved = maxMoved

@@ -65,8 +65,9 @@ type greedy struct {
 	fails     []famFail
 	// moved logs those GPUs; moved[i] is entry logBase+i, and famFail.pos the first entry
 	// after a failure.
-	moved   []int
-	logBase int
+	moved     []int
+	logBase   int
+	compacted int // times note dropped the log's older entries (for tests)
 
 	// Per-call walk state.
 	s    *State
@@ -129,8 +130,8 @@ type famFail struct {
 const maxMoved = 64
 
 // movedCap bounds the log of changed GPUs: beyond it, note drops all but the last maxMoved
-// entries, which are all a kept failure can still be checked against.
-const movedCap = 1 << 12
+// entries, which are all a kept failure can still be checked against. (A variable for a test.)
+var movedCap = 1 << 12
 
 type ranked struct {
 	j *Job
@@ -615,6 +616,7 @@ func (g *greedy) note(s *State) {
 		copy(g.moved, g.moved[n-maxMoved:])
 		g.moved = g.moved[:maxMoved]
 		g.logBase += n - maxMoved
+		g.compacted++
 	}
 	for _, id := range s.Finished {
 		j := s.Lookup(id)
