@@ -29,19 +29,9 @@ func TestMergedWalk(t *testing.T) {
 	for seed := range uint64(16) {
 		rng := rand.New(rand.NewPCG(seed, 21))
 		shape := cluster.Shape{Nodes: 2 + rng.IntN(3), GPUsPerNode: 4, GPUMemBytes: 32 * cluster.GiB, MaxShare: 2}
-		var jobs []trace.Job
-		at := time.Duration(0)
-		for id := 0; id < 260; {
-			for range 1 + rng.IntN(6) {
-				// Mostly jobs of a node or more, so that a few idle GPUs leave long runs of
-				// waiting jobs that do not fit.
-				gpus := []int{1, 2, 3, 4, 4, 4, 5, 8, 8, 6}[rng.IntN(10)]
-				iters := int64([]int{50, 400, 2000, 8000, 30000}[rng.IntN(5)])
-				jobs = append(jobs, trace.Job{ID: trace.JobID(id), Submit: at, GPUs: min(gpus, shape.GPUs()), Iters: iters, Model: models[rng.IntN(len(models))]})
-				id++
-			}
-			at += time.Duration(rng.IntN(30)) * 5 * time.Second
-		}
+		// Mostly jobs of a node or more, so that a few idle GPUs leave long runs of waiting
+		// jobs that do not fit.
+		jobs := burstyJobs(rng, 260, []int{1, 2, 3, 4, 4, 4, 5, 8, 8, 6}, models, shape.GPUs())
 		cfg := sim.Config{Shape: shape, TraceName: fmt.Sprintf("seed %d", seed),
 			Restart: sim.RestartCost{Source: []sim.RestartSource{sim.RestartOff, sim.RestartAuto, sim.RestartLineage}[seed%3]}}
 		for _, spec := range specs {
@@ -71,27 +61,44 @@ func TestMergedWalk(t *testing.T) {
 // shortcuts, after its run, and the two decision logs.
 func decideBoth(t *testing.T, cfg sim.Config, jobs []trace.Job, prof *profile.Table, spec string) (policy.Policy, [2][]byte) {
 	t.Helper()
-	var logs [2][]byte
-	var first policy.Policy
-	for k, s := range []string{spec, exhaustive(t, spec)} {
-		p, err := policy.Builtin().New(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var buf bytes.Buffer
-		obs, flush := sim.JSONLWriter(&buf)
-		if _, err := sim.Run(context.Background(), cfg, jobs, p, prof, obs); err != nil {
-			t.Fatalf("%s %s: %v", cfg.TraceName, s, err)
-		}
-		if err := flush(); err != nil {
-			t.Fatal(err)
-		}
-		logs[k] = buf.Bytes()
-		if k == 0 {
-			first = p
-		}
+	p, a := decide(t, cfg, jobs, prof, spec)
+	_, b := decide(t, cfg, jobs, prof, exhaustive(t, spec))
+	return p, [2][]byte{a, b}
+}
+
+// decide runs spec on jobs and returns the policy, after its run, and its decision log.
+func decide(t *testing.T, cfg sim.Config, jobs []trace.Job, prof *profile.Table, spec string) (policy.Policy, []byte) {
+	t.Helper()
+	p, err := policy.Builtin().New(spec)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return first, logs
+	var buf bytes.Buffer
+	obs, flush := sim.JSONLWriter(&buf)
+	if _, err := sim.Run(context.Background(), cfg, jobs, p, prof, obs); err != nil {
+		t.Fatalf("%s %s: %v", cfg.TraceName, spec, err)
+	}
+	if err := flush(); err != nil {
+		t.Fatal(err)
+	}
+	return p, buf.Bytes()
+}
+
+// burstyJobs draws n jobs in bursts of 1 to 6 arrivals, 0 to 145 s apart, each with a GPU
+// count from gpus (at most maxGPUs), 50 to 30,000 iterations and a model from models.
+func burstyJobs(rng *rand.Rand, n int, gpus []int, models []string, maxGPUs int) []trace.Job {
+	var jobs []trace.Job
+	at := time.Duration(0)
+	for id := 0; id < n; {
+		for range 1 + rng.IntN(6) {
+			g := gpus[rng.IntN(len(gpus))]
+			iters := int64([]int{50, 400, 2000, 8000, 30000}[rng.IntN(5)])
+			jobs = append(jobs, trace.Job{ID: trace.JobID(id), Submit: at, GPUs: min(g, maxGPUs), Iters: iters, Model: models[rng.IntN(len(models))]})
+			id++
+		}
+		at += time.Duration(rng.IntN(30)) * 5 * time.Second
+	}
+	return jobs
 }
 
 // gavelProfile loads the shipped Gavel V100 profile.

@@ -47,8 +47,8 @@ type Tiresias struct {
 	// Per-call scratch.
 	arrived, demoted, starts, stops []int32
 	keep                            []bool
-	// The last call's plan and its starts' GPUs, whose memory the next call reuses (the engine
-	// is done with a plan before it calls again); fitsWhy[q] is a start's reason in queue q.
+	// The call's plan and its starts' GPUs, whose memory the next call reuses (the engine is
+	// done with a plan before it calls again); fitsWhy[q] is a start's reason in queue q.
 	last    Plan
 	gpus    []int
 	fitsWhy []string
@@ -205,8 +205,8 @@ func (t *Tiresias) state(idx int32) *lasJob {
 // Schedule applies the events since the last call (completions, arrivals, demotions), walks the
 // queues and returns the jobs to preempt and to start.
 func (t *Tiresias) Schedule(s *State) (Plan, error) {
-	plan := Plan{Stop: t.last.Stop[:0], Start: t.last.Start[:0], Notes: t.last.Notes[:0]}
-	defer func() { t.last = plan }()
+	plan := &t.last
+	*plan = Plan{Stop: plan.Stop[:0], Start: plan.Start[:0], Notes: plan.Notes[:0]}
 	if len(t.st) < len(s.Jobs) {
 		t.st = slices.Grow(t.st, len(s.Jobs)-len(t.st))
 	}
@@ -219,7 +219,7 @@ func (t *Tiresias) Schedule(s *State) (Plan, error) {
 	for _, id := range s.Finished {
 		j := s.Lookup(id)
 		if j == nil {
-			return plan, fmt.Errorf("policy %s: finished job %d is unknown", KeyTiresias, id)
+			return *plan, fmt.Errorf("policy %s: finished job %d is unknown", KeyTiresias, id)
 		}
 		st := t.state(j.Idx)
 		if t.exhaustive {
@@ -242,7 +242,7 @@ func (t *Tiresias) Schedule(s *State) (Plan, error) {
 	for _, i := range t.arrived {
 		st := t.state(i)
 		if st.seen {
-			return plan, fmt.Errorf("policy %s: job %d arrived twice", KeyTiresias, jobAt(s, i).ID)
+			return *plan, fmt.Errorf("policy %s: job %d arrived twice", KeyTiresias, jobAt(s, i).ID)
 		}
 		st.seen = true
 		t.nxt = max(t.nxt, i+1)
@@ -285,13 +285,13 @@ func (t *Tiresias) Schedule(s *State) (Plan, error) {
 	} else {
 		t.walk(s)
 	}
-	if err := t.plan(s, &plan); err != nil {
-		return plan, err
+	if err := t.plan(s, plan); err != nil {
+		return *plan, err
 	}
 	if w, ok := t.nextJump(s); ok {
 		plan.Wake = max(w, s.Now+1)
 	}
-	return plan, nil
+	return *plan, nil
 }
 
 // jobAt returns the job with arrival index i.

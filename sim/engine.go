@@ -71,7 +71,7 @@ type engine struct {
 	env      *policy.Env
 	obs      Observer
 	names    []string      // GPU names for events, made on first need
-	allNames []string      // every GPU's name, in order, once a start event needs them (gpuNames)
+	allNamed bool          // every GPU is in names (gpuNames)
 	jobs     []*policy.Job // in arrival order
 	byIDs    []int32       // job indices sorted by job ID, for lookups
 	// dense maps ID-minID to a job index (-1: none) when the IDs are compact, as they

@@ -61,18 +61,18 @@ func (e *engine) gpuName(g int) string {
 // consecutive GPUs, as YARN places most jobs, is a slice of the names of all GPUs in order,
 // which spares an allocation per start.
 func (e *engine) gpuNames(on []int) []string {
-	if e.allNames == nil {
-		e.allNames = make([]string, e.cl.Shape().GPUs())
-		for g := range e.allNames {
-			e.allNames[g] = e.gpuName(g)
+	if !e.allNamed {
+		for g := range e.cl.Shape().GPUs() {
+			e.gpuName(g)
 		}
+		e.allNamed = true
 	}
 	if n := len(on); on[n-1]-on[0] == n-1 {
-		return e.allNames[on[0] : on[0]+n : on[0]+n]
+		return e.names[on[0] : on[0]+n : on[0]+n]
 	}
 	ids := make([]string, len(on))
 	for k, g := range on {
-		ids[k] = e.allNames[g]
+		ids[k] = e.names[g]
 	}
 	return ids
 }
