@@ -33,12 +33,13 @@ func SettledSkips(p Policy) int {
 	return 0
 }
 
-// EarlyFixed returns how many running jobs fixEarly left in place over p's calls (settled.go).
-func EarlyFixed(p Policy) int {
+// EarlyFixed returns how many running jobs fixEarly left in place over p's calls, and how many
+// running jobs attempts set aside in bulk in its range (earlySkip; settled.go).
+func EarlyFixed(p Policy) (fixed, skipped int) {
 	if g := greedyOf(p); g != nil {
-		return g.fixed
+		return g.fixed, g.earlySkips
 	}
-	return 0
+	return 0, 0
 }
 
 // WalkMerges returns how many walks of p merged the families, how many of those merged at

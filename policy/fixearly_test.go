@@ -55,8 +55,17 @@ func TestFixEarlyStops(t *testing.T) {
 		if got := g.fixEarly(s); got != c.want {
 			t.Errorf("%s: fixEarly left %d jobs in place, want %d", c.name, got, c.want)
 		}
-		if got := g.early(packed); got != (c.want == 1) {
-			t.Errorf("%s: early(packed job) = %v", c.name, got)
+		if got := leftInPlace(g, packed); got != (c.want == 1) {
+			t.Errorf("%s: packed job in fixEarly's range = %v", c.name, got)
 		}
 	}
+}
+
+// leftInPlace reports whether running job j lies in the range fixEarly leaves in place.
+func leftInPlace(g *greedy, j *Job) bool {
+	if !g.early || g.rs.where[j.Idx] < 0 {
+		return false
+	}
+	p := g.rs.pos(&g.rs.ent[j.Idx])
+	return g.earlyLo <= p && p < g.earlyHi
 }

@@ -266,7 +266,7 @@ func (g *greedy) run(s *State, runKey func(*Job) Key, plan *Plan) error {
 		len(g.rekeyed) == 0 && s.Pending.Len() == g.pending
 	quiet := g.quiet(s)
 	fix := g.settled && len(s.Finished) > 0 && len(g.rekeyed) == 0 && !s.Resync
-	g.earlyCall = 0
+	g.early = false
 	if g.preempt {
 		g.sync(s, runKey)
 	}
@@ -721,8 +721,17 @@ func (g *greedy) attempt(j *Job, jk Key, v int) (ok, changed bool, err error) {
 			if !any || Compare(r.k, r.j, jk, j) <= 0 {
 				break
 			}
+			if n := g.earlySkip(); n > 0 {
+				// As many rounds of the set-aside branch below: only the first one's matters.
+				if len(g.low) == 0 {
+					g.low = append(g.low, r)
+				}
+				g.rs.skip(n)
+				g.earlySkips += n
+				continue
+			}
 			g.rs.take()
-			if r.j.RemIters(g.s.Now) <= minVictimIters || g.hostsPlanned(r.j) || g.early(r.j) {
+			if r.j.RemIters(g.s.Now) <= minVictimIters || g.hostsPlanned(r.j) {
 				g.low = append(g.low, r)
 				continue
 			}

@@ -80,6 +80,10 @@ func (r *runSet) fixedTake() {
 	r.cursor++
 }
 
+// skip takes n jobs from the cursor on out of the set for the rest of the call, without
+// marking them: the cursor does not move back before them in that call (see earlySkip).
+func (r *runSet) skip(n int) { r.cursor += n }
+
 func (r *runSet) fixedPutBack(x ranked) {
 	r.out[x.j.Idx] = 0
 	r.cursor = min(r.cursor, r.pos(&r.ent[x.j.Idx]))

@@ -150,19 +150,20 @@ func (g *greedy) settle(s *State) {
 // settledState is the greedy walk's memory of its last call for the shortcut above.
 type settledState struct {
 	settled bool
-	// fixEarly's marks: earlyAt[j.Idx] == earlyCall for the jobs left in place in this call
-	// (earlyCall 0: none); earlyN numbers the calls that marked.
-	earlyAt    []uint32
-	earlyCall  uint32
-	earlyN     uint32
-	nodes      []nodeIdle
-	arrived    int    // jobs of State.Jobs that had arrived by the last call
-	arr        []*Job // arrivals, reused
-	skips      int    // calls the shortcut answered (for tests)
-	fixed      int    // running jobs fixEarly left in place (for tests)
-	merges     int    // walks that merged the families (for tests)
-	soonMerges int    // of those, walks that merged at their first skip (soonWalks; for tests)
-	pruned     int    // families prune dropped from the merge's heap (for tests)
+	// early: fixEarly left jobs in place in this call, all within earlyLo and earlyHi.
+	early bool
+	// earlyLo and earlyHi bound, in the running set's order, the jobs below the walk's first
+	// job W that the walk sets aside in this call: fixed early, or too close to their end.
+	earlyLo, earlyHi int
+	earlySkips       int // running jobs earlySkip set aside in bulk (for tests)
+	nodes            []nodeIdle
+	arrived          int    // jobs of State.Jobs that had arrived by the last call
+	arr              []*Job // arrivals, reused
+	skips            int    // calls the shortcut answered (for tests)
+	fixed            int    // running jobs fixEarly left in place (for tests)
+	merges           int    // walks that merged the families (for tests)
+	soonMerges       int    // of those, walks that merged at their first skip (soonWalks; for tests)
+	pruned           int    // families prune dropped from the merge's heap (for tests)
 }
 
 // A call after a walk that left the cluster settled, with finished jobs among the changes, walks
@@ -189,7 +190,7 @@ const maxEarlyWaiting = 64
 // nothing else but time and arrivals since), the jobs of the packing that the walk leaves in
 // place (see above). It returns how many it marked.
 func (g *greedy) fixEarly(s *State) int {
-	w := s.Pending.At(Pos{}) // run has set earlyCall to 0: no marks unless this call makes some
+	w := s.Pending.At(Pos{}) // run has set early to false: no range unless this call makes one
 	if w == nil || int(w.Idx) >= g.arrived || !g.rs.fixed {
 		return 0
 	}
@@ -234,19 +235,14 @@ func (g *greedy) fixEarly(s *State) int {
 	if !fails(w) {
 		return 0
 	}
-	if g.earlyN++; g.earlyN == 0 {
-		clear(g.earlyAt)
-		g.earlyN = 1
-	}
-	if len(g.earlyAt) < len(s.Jobs) {
-		g.earlyAt = append(g.earlyAt, make([]uint32, len(s.Jobs)-len(g.earlyAt))...)
-	}
-	g.earlyCall = g.earlyN
+	g.early = true
 	marked, waiting := 0, 0
 	qp := s.Pending.Next(Pos{})
 	q := s.Pending.At(qp)
 	r := &g.rs
-	for i := r.pos(&wx) - 1; i >= 0; i-- {
+	hi := r.pos(&wx)
+	g.earlyLo, g.earlyHi = 0, hi
+	for i := hi - 1; i >= 0; i-- {
 		e := &r.ent[r.order[i]]
 		p := e.j
 		if p.RemIters(s.Now) <= minVictimIters {
@@ -254,6 +250,7 @@ func (g *greedy) fixEarly(s *State) int {
 		}
 		for q != nil && Compare(q.K, q, e.k, p) < 0 {
 			if int(q.Idx) >= g.arrived || waiting == maxEarlyWaiting || !fails(q) {
+				g.earlyLo = i + 1
 				return marked
 			}
 			waiting++
@@ -263,10 +260,10 @@ func (g *greedy) fixEarly(s *State) int {
 		last := p.On[len(p.On)-1] / per
 		for k := range g.nodes {
 			if x := &g.nodes[k]; x.n <= last && x.idle >= yarnPart(p.GPUs, per) {
+				g.earlyLo = i + 1
 				return marked
 			}
 		}
-		g.earlyAt[p.Idx] = g.earlyCall
 		marked++
 		g.fixed++
 		for k := range g.nodes {
@@ -281,9 +278,18 @@ func (g *greedy) fixEarly(s *State) int {
 	return marked
 }
 
-// early reports whether the walk leaves running job j in place in this call (fixEarly).
-func (g *greedy) early(j *Job) bool {
-	return g.earlyCall != 0 && g.earlyAt[j.Idx] == g.earlyCall
+// earlySkip returns, when the running set's cursor lies in fixEarly's range, how many running
+// jobs from the cursor on to the range's end an attempt sets aside in one step (else 0); the
+// attempt has checked that the first ranks below its job. The attempt would set aside, one by
+// one, each of them that ranks below its job: fixEarly fixed it early or found it too close to
+// its end. Those ranked above stop this attempt's search for victims, and every later one's in
+// the call, since the walk only descends. The cursor only moves forward in such a call: running
+// jobs are put back only by tentative victims, and walks that fix jobs early take theirs for good.
+func (g *greedy) earlySkip() int {
+	if c := g.rs.cursor; g.early && c >= g.earlyLo && c < g.earlyHi {
+		return g.earlyHi - c
+	}
+	return 0
 }
 
 type nodeIdle struct{ n, idle int }

@@ -18,13 +18,14 @@ import (
 // arrivals, jobs of up to two nodes, jobs too short to be preempted, with and without restart
 // costs, the lineage's per-event overhead (which gives progress back) and scheduling rounds. The
 // decision logs must be equal, the shortcut must answer a good share of the calls, and calls
-// with finished jobs must leave a good share of the running jobs in place (fixEarly).
+// with finished jobs must leave a good share of the running jobs in place (fixEarly), which
+// attempts then set aside in bulk (earlySkip).
 func TestSettledShortcut(t *testing.T) {
 	t.Parallel()
 	prof := gavelProfile(t)
 	models := []string{"resnet18", "lm", "a3c", "transformer", "cyclegan"}
 	specs := []string{"fifo", "tiresias-entry-order", "tiresias-testbed", "tiresias-authors"}
-	skips, fixed := map[string]int{}, map[string]int{}
+	skips, fixed, bulk := map[string]int{}, map[string]int{}, map[string]int{}
 	for seed := range uint64(24) {
 		rng := rand.New(rand.NewPCG(seed, 11))
 		shape := cluster.Shape{Nodes: 2 + rng.IntN(3), GPUsPerNode: []int{2, 4, 8}[rng.IntN(3)], GPUMemBytes: 48 * cluster.GiB, MaxShare: 1}
@@ -48,19 +49,24 @@ func TestSettledShortcut(t *testing.T) {
 		for _, spec := range specs {
 			p, logs := decideBoth(t, cfg, jobs, prof, spec)
 			skips[spec] += policy.SettledSkips(p)
-			fixed[spec] += policy.EarlyFixed(p)
+			f, b := policy.EarlyFixed(p)
+			fixed[spec] += f
+			bulk[spec] += b
 			if !bytes.Equal(logs[0], logs[1]) {
 				t.Errorf("seed %d %s: the shortcut and the exhaustive walk decide differently\n%s", seed, spec, firstDiff(logs[0], logs[1]))
 			}
 		}
 	}
-	t.Logf("calls answered by the shortcut: %v; running jobs left in place: %v", skips, fixed)
+	t.Logf("calls answered by the shortcut: %v; running jobs left in place: %v, set aside in bulk: %v", skips, fixed, bulk)
 	for _, spec := range specs {
 		if skips[spec] < 300 {
 			t.Errorf("%s: the shortcut answered %d calls: the traces do not exercise it", spec, skips[spec])
 		}
 		if fixed[spec] < 100 {
 			t.Errorf("%s: fixEarly left %d running jobs in place: the traces do not exercise it", spec, fixed[spec])
+		}
+		if bulk[spec] < 100 {
+			t.Errorf("%s: attempts set %d running jobs aside in bulk: the traces do not exercise it", spec, bulk[spec])
 		}
 	}
 }
