@@ -66,6 +66,6 @@ func leftInPlace(g *greedy, j *Job) bool {
 	if !g.early || g.rs.where[j.Idx] < 0 {
 		return false
 	}
-	p := g.rs.pos(&g.rs.ent[j.Idx])
+	p := g.rs.pos(&g.rs.ent[g.rs.where[j.Idx]])
 	return g.earlyLo <= p && p < g.earlyHi
 }

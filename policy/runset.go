@@ -25,7 +25,7 @@ import (
 // takes victims with a cursor, without the frontier's heap steps (runset_fixed.go).
 type runSet struct {
 	items []ranked
-	where []int32 // by Job.Idx: index in items, -1 if absent (fixed: 0 if present)
+	where []int32 // by Job.Idx: index in items (fixed: slot), -1 if absent
 	front []fentry
 	pool  []ranked      // the frontier entries' jobs and keys, by fentry.slot (one call's)
 	drain bool          // the keys are remaining times (runRemKey)
@@ -138,10 +138,6 @@ func (r *runSet) down(i int) {
 func (r *runSet) grow(n int) {
 	for len(r.where) < n {
 		r.where = append(r.where, -1)
-	}
-	if r.fixed && len(r.ent) < n {
-		r.ent = append(r.ent, make([]ranked, n-len(r.ent))...)
-		r.out = append(r.out, make([]uint32, n-len(r.out))...)
 	}
 }
 

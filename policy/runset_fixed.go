@@ -9,12 +9,15 @@ import (
 
 // fixedSet is runSet for fixed keys: the running jobs in a list sorted lowest priority first.
 // A call takes victims from the front with a cursor; putting a job in or out moves the list's
-// tail by one, which costs less than the frontier's heap steps at every victim.
+// tail by one, which costs less than the frontier's heap steps at every victim. The entries sit
+// in slots, as many as jobs run at once, rather than by job index: those of a few thousand
+// running jobs stay in cache, where a table for every job of a large trace would not.
 type fixedSet struct {
 	fixed  bool
-	order  []int32  // job indices, lowest priority first
-	ent    []ranked // by Job.Idx: the job's entry, with its key when put
-	out    []uint32 // by Job.Idx: the call that took the job out
+	order  []int32  // slots, lowest priority first
+	ent    []ranked // by slot: the job's entry, with its key when put
+	out    []uint32 // by slot: the call that took the job out
+	spare  []int32  // slots free for reuse
 	call   uint32   // the current call, from 1
 	cursor int      // no job before it is left in this call
 }
@@ -29,29 +32,40 @@ func (r *runSet) fixedPut(x ranked) {
 	if r.where[i] >= 0 {
 		r.fixedRemove(x.j)
 	}
-	r.ent[i] = x
-	r.order = slices.Insert(r.order, r.pos(&x), i)
-	r.where[i] = 0
+	var sl int32
+	if n := len(r.spare); n > 0 {
+		sl, r.spare = r.spare[n-1], r.spare[:n-1]
+		r.ent[sl], r.out[sl] = x, 0
+	} else {
+		sl = int32(len(r.ent))
+		r.ent, r.out = append(r.ent, x), append(r.out, 0)
+	}
+	r.order = slices.Insert(r.order, r.pos(&x), sl)
+	r.where[i] = sl
 }
 
 func (r *runSet) fixedRemove(j *Job) {
-	i := j.Idx
-	if r.where[i] < 0 {
+	sl := r.where[j.Idx]
+	if sl < 0 {
 		return
 	}
-	p := r.pos(&r.ent[i])
-	if p == len(r.order) || r.order[p] != i {
+	p := r.pos(&r.ent[sl])
+	if p == len(r.order) || r.order[p] != sl {
 		panic(fmt.Sprintf("policy: running job %d is not where its key puts it", j.ID))
 	}
 	r.order = slices.Delete(r.order, p, p+1)
-	r.where[i] = -1
+	r.where[j.Idx] = -1
+	r.ent[sl] = ranked{} // drops the job's pointer
+	r.spare = append(r.spare, sl)
 }
 
 func (r *runSet) fixedClear() {
-	for _, i := range r.order {
-		r.where[i] = -1
+	for _, sl := range r.order {
+		r.where[r.ent[sl].j.Idx] = -1
 	}
-	r.order = r.order[:0]
+	r.order, r.spare = r.order[:0], r.spare[:0]
+	clear(r.ent)
+	r.ent, r.out = r.ent[:0], r.out[:0]
 }
 
 func (r *runSet) fixedStart() {
@@ -85,8 +99,9 @@ func (r *runSet) fixedTake() {
 func (r *runSet) skip(n int) { r.cursor += n }
 
 func (r *runSet) fixedPutBack(x ranked) {
-	r.out[x.j.Idx] = 0
-	r.cursor = min(r.cursor, r.pos(&r.ent[x.j.Idx]))
+	sl := r.where[x.j.Idx]
+	r.out[sl] = 0
+	r.cursor = min(r.cursor, r.pos(&r.ent[sl]))
 }
 
 // bottom returns the lowest-ranked running job (fixed keys only), whatever this call took.

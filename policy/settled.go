@@ -211,7 +211,7 @@ func (g *greedy) fixEarly(s *State) int {
 	}
 	wx := ranked{k: w.K, sub: w.Submit, id: w.ID}
 	packed := func(j *Job) bool { // a running job of the packing: ranked below W, not set aside
-		return j.Running && g.rs.where[j.Idx] >= 0 && lower(&g.rs.ent[j.Idx], &wx) && j.RemIters(s.Now) > minVictimIters
+		return j.Running && g.rs.where[j.Idx] >= 0 && lower(&g.rs.ent[g.rs.where[j.Idx]], &wx) && j.RemIters(s.Now) > minVictimIters
 	}
 	for k := range g.nodes {
 		x := &g.nodes[k]
