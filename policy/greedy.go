@@ -106,8 +106,7 @@ type greedy struct {
 	rekeyed []*Job   // running jobs whose key the policy changed since the last sync
 	low     []ranked // running jobs popped from run that cannot be preempted, lowest first
 	runKey  func(*Job) Key
-	drain   bool // runKey is runRemKey (runSet.drain)
-	taken   []ranked
+	drain   bool          // runKey is runRemKey (runSet.drain)
 	starts  []Placement   // the previous plan's, for reuse
 	stops   []trace.JobID // the previous plan's, for reuse
 	victims []victim
@@ -715,7 +714,7 @@ func (g *greedy) attempt(j *Job, jk Key, v int) (ok, changed bool, err error) {
 		// to their end, and jobs that a placement of this pass shares GPUs with (its share check
 		// assumed they keep running), are set aside: they stay running and rank lowest.
 		mark := cl.Mark()
-		taken := g.taken[:0]
+		lo := len(g.victims) // this attempt's victims follow
 		for !ok {
 			r, any := g.rs.lowest(g.s.Now, g.runKey)
 			if !any || Compare(r.k, r.j, jk, j) <= 0 {
@@ -738,7 +737,7 @@ func (g *greedy) attempt(j *Job, jk Key, v int) (ok, changed bool, err error) {
 			if err := cl.Release(r.j.ID); err != nil {
 				return false, false, fmt.Errorf("policy %s: preempt job %d: %w", g.name, r.j.ID, err)
 			}
-			taken = append(taken, r)
+			g.victims = append(g.victims, victim{ranked: r})
 			if j.GPUs <= g.free() && !(failed && g.yarnStill(j, r.j)) {
 				if ok, err = g.try(j, v); err != nil {
 					return false, false, err
@@ -748,24 +747,20 @@ func (g *greedy) attempt(j *Job, jk Key, v int) (ok, changed bool, err error) {
 		}
 		if !ok && g.tentative {
 			cl.Rollback(mark)
-			for _, r := range taken {
-				g.rs.putBack(r)
+			for _, x := range g.victims[lo:] {
+				g.rs.putBack(x.ranked)
 			}
-			taken = taken[:0]
+			g.victims = g.victims[:lo]
 		} else {
 			cl.Commit(mark)
 		}
-		g.taken = taken
-		lo := len(g.victims)
-		for _, r := range taken {
-			g.victims = append(g.victims, victim{ranked: r})
-			g.plan.Stop = append(g.plan.Stop, r.j.ID)
+		for _, x := range g.victims[lo:] {
+			g.plan.Stop = append(g.plan.Stop, x.j.ID)
 		}
-		if len(taken) > 0 {
+		if changed = len(g.victims) > lo; changed {
 			g.ahead = append(g.ahead, vrun{lo, len(g.victims)})
 			g.pick()
 		}
-		changed = len(taken) > 0
 	}
 	if (changed || ok && g.preempt && !g.exclusive) && !g.exhaustive {
 		// Preemption freed GPUs: families that failed may fit now. A placement alone never
