@@ -186,9 +186,10 @@ type settledState struct {
 // maxEarlyWaiting caps the waiting jobs fixEarly checks.
 const maxEarlyWaiting = 64
 
-// fixEarly marks, at a call with finished jobs after a walk that left the cluster settled (and
+// fixEarly finds, at a call with finished jobs after a walk that left the cluster settled (and
 // nothing else but time and arrivals since), the jobs of the packing that the walk leaves in
-// place (see above). It returns how many it marked.
+// place (see above): a range of the running set's order (earlyLo, earlyHi), which the attempts
+// then set aside (earlySkip). It returns how many jobs it left in place.
 func (g *greedy) fixEarly(s *State) int {
 	w := s.Pending.At(Pos{}) // run has set early to false: no range unless this call makes one
 	if w == nil || int(w.Idx) >= g.arrived || !g.rs.fixed {
