@@ -34,7 +34,7 @@ func SettledSkips(p Policy) int {
 }
 
 // EarlyFixed returns how many running jobs fixEarly left in place over p's calls, and how many
-// running jobs attempts set aside in bulk in its range (earlySkip; settled.go).
+// running jobs of its ranges attempts passed in bulk (earlySkip; settled.go).
 func EarlyFixed(p Policy) (fixed, skipped int) {
 	if g := greedyOf(p); g != nil {
 		return g.fixed, g.earlySkips

@@ -69,3 +69,61 @@ func leftInPlace(g *greedy, j *Job) bool {
 	p := g.rs.pos(&g.rs.ent[g.rs.where[j.Idx]])
 	return g.earlyLo <= p && p < g.earlyHi
 }
+
+// TestFixEarlyRange pins the range of the running set's order that fixEarly leaves in place when
+// it stops between two jobs of the packing, both on node 0 below W (a whole node): a waiting job
+// ranked between them that could use the GPU a finished job freed on node 1 ends the range above
+// the lower one; one that could not lets the range take both.
+func TestFixEarlyRange(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		qGPUs  int // GPUs of the waiting job ranked between the two packed jobs
+		marked int
+		lo     int // the range's start; it ends at 2, below W
+	}{
+		{"stops at the waiting job", 1, 1, 1},
+		{"runs to the bottom", 4, 2, 0},
+	} {
+		cl := cluster.New(cluster.Shape{Nodes: 3, GPUsPerNode: 4, GPUMemBytes: cluster.GiB, MaxShare: 1})
+		mk := func(id, gpus int, on ...int) *Job {
+			j := &Job{Job: trace.Job{ID: trace.JobID(id), GPUs: gpus}, Idx: int32(id), On: on, Running: on != nil}
+			j.P.Rem = 1000
+			if on != nil {
+				if err := cl.Place(j.ID, on, 1); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return j
+		}
+		base := mk(0, 3, 5, 6, 7) // ranked above W, on node 1
+		w := mk(1, 4)
+		p1 := mk(2, 1, 0)
+		q := mk(3, c.qGPUs)
+		p2 := mk(4, 1, 1)
+		done := mk(5, 1)
+		done.On = []int{4} // finished on node 1: GPU 4 is idle now
+		jobs := []*Job{base, w, p1, q, p2, done}
+		var pending Queue
+		pending.Insert(w)
+		pending.Insert(q)
+		s := &State{Cluster: cl, Pending: &pending, Jobs: jobs, Finished: []trace.JobID{done.ID},
+			Lookup: func(id trace.JobID) *Job { return jobs[id] }}
+		g := &greedy{bySize: true, exclusive: true, preempt: true, timeless: true}
+		g.s = s
+		g.rs.fixed = true
+		g.rs.grow(len(jobs))
+		for _, j := range []*Job{base, p1, p2} {
+			g.rs.put(entry(j, Key{}, 0))
+		}
+		g.arrived = len(jobs)
+		if got := g.fixEarly(s); got != c.marked {
+			t.Errorf("%s: fixEarly left %d jobs in place, want %d", c.name, got, c.marked)
+		}
+		if !g.early || g.earlyLo != c.lo || g.earlyHi != 2 {
+			t.Errorf("%s: range [%d, %d) (early %v), want [%d, 2)", c.name, g.earlyLo, g.earlyHi, g.early, c.lo)
+		}
+		if !leftInPlace(g, p1) || leftInPlace(g, p2) != (c.lo == 0) {
+			t.Errorf("%s: in the range: p1 %v, p2 %v", c.name, leftInPlace(g, p1), leftInPlace(g, p2))
+		}
+	}
+}

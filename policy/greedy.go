@@ -102,9 +102,11 @@ type greedy struct {
 	// It persists across calls (see sync); the exhaustive walk rebuilds it from every running
 	// job at every call instead.
 	rs      runSet
-	stopped []*Job   // the previous plan's victims: out of rs once they stopped
-	rekeyed []*Job   // running jobs whose key the policy changed since the last sync
-	low     []ranked // running jobs popped from run that cannot be preempted, lowest first
+	stopped []*Job // the previous plan's victims: out of rs once they stopped
+	rekeyed []*Job // running jobs whose key the policy changed since the last sync
+	// low holds running jobs popped from rs that cannot be preempted, lowest first; only low[0]
+	// is read (below), and a bulk step over fixEarly's range adds only its first job.
+	low     []ranked
 	runKey  func(*Job) Key
 	drain   bool          // runKey is runRemKey (runSet.drain)
 	starts  []Placement   // the previous plan's, for reuse
@@ -711,8 +713,9 @@ func (g *greedy) attempt(j *Job, jk Key, v int) (ok, changed bool, err error) {
 	}
 	if !ok && g.preempt && g.below(jk, j) {
 		// Preempt from the lowest priority upward, retrying after each victim. Jobs too close
-		// to their end, and jobs that a placement of this pass shares GPUs with (its share check
-		// assumed they keep running), are set aside: they stay running and rank lowest.
+		// to their end, jobs that a placement of this pass shares GPUs with (its share check
+		// assumed they keep running) and the jobs of fixEarly's range (in one step, earlySkip)
+		// are set aside: they stay running and rank lowest.
 		mark := cl.Mark()
 		lo := len(g.victims) // this attempt's victims follow
 		for !ok {

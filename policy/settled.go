@@ -150,12 +150,13 @@ func (g *greedy) settle(s *State) {
 // settledState is the greedy walk's memory of its last call for the shortcut above.
 type settledState struct {
 	settled bool
-	// early: fixEarly left jobs in place in this call, all within earlyLo and earlyHi.
+	// early: fixEarly found its range in this call, [earlyLo, earlyHi) of the running set's
+	// order (which may hold no job it left in place).
 	early bool
-	// earlyLo and earlyHi bound, in the running set's order, the jobs below the walk's first
-	// job W that the walk sets aside in this call: fixed early, or too close to their end.
+	// earlyLo and earlyHi bound, in the running set's order, jobs ranked below the walk's first
+	// job W that the walk sets aside in this call, each fixed early or too close to its end.
 	earlyLo, earlyHi int
-	earlySkips       int // running jobs earlySkip set aside in bulk (for tests)
+	earlySkips       int // running jobs of the range that attempts passed in bulk (for tests)
 	nodes            []nodeIdle
 	arrived          int    // jobs of State.Jobs that had arrived by the last call
 	arr              []*Job // arrivals, reused
@@ -188,7 +189,7 @@ const maxEarlyWaiting = 64
 
 // fixEarly finds, at a call with finished jobs after a walk that left the cluster settled (and
 // nothing else but time and arrivals since), the jobs of the packing that the walk leaves in
-// place (see above): a range of the running set's order (earlyLo, earlyHi), which the attempts
+// place (see above): a range of the running set's order, [earlyLo, earlyHi), which the attempts
 // then set aside (earlySkip). It returns how many jobs it left in place.
 func (g *greedy) fixEarly(s *State) int {
 	w := s.Pending.At(Pos{}) // run has set early to false: no range unless this call makes one
@@ -284,8 +285,9 @@ func (g *greedy) fixEarly(s *State) int {
 // attempt has checked that the first ranks below its job. The attempt would set aside, one by
 // one, each of them that ranks below its job: fixEarly fixed it early or found it too close to
 // its end. Those ranked above stop this attempt's search for victims, and every later one's in
-// the call, since the walk only descends. The cursor only moves forward in such a call: running
+// the call, since the walk only descends. (The cursor only moves forward in such a call: running
 // jobs are put back only by tentative victims, and walks that fix jobs early take theirs for good.
+// A cursor moved back would meet the range again and skip it again.)
 func (g *greedy) earlySkip() int {
 	if c := g.rs.cursor; g.early && c >= g.earlyLo && c < g.earlyHi {
 		return g.earlyHi - c
