@@ -7,6 +7,57 @@ import (
 	"github.com/sharebench/sharebench/trace"
 )
 
+// earlyCluster is the tests' cluster below: 3 nodes of 4 GPUs, no sharing.
+func earlyCluster() *cluster.Cluster {
+	return cluster.New(cluster.Shape{Nodes: 3, GPUsPerNode: 4, GPUMemBytes: cluster.GiB, MaxShare: 1})
+}
+
+// earlyJob makes job id (its index too) of gpus GPUs with 1000 iterations left, running on the
+// GPUs on of cl if any are given, else waiting.
+func earlyJob(t *testing.T, cl *cluster.Cluster, id, gpus int, on ...int) *Job {
+	t.Helper()
+	j := &Job{Job: trace.Job{ID: trace.JobID(id), GPUs: gpus}, Idx: int32(id), On: on, Running: on != nil}
+	j.P.Rem = 1000
+	if on != nil {
+		if err := cl.Place(j.ID, on, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return j
+}
+
+// earlyWalk returns a walk of fifo's kind after a settled one, at a call where done (not on cl)
+// finished: the other jobs (all keyed alike, so ranked by ID) run or wait, and arrived of them
+// had arrived by the last call.
+func earlyWalk(cl *cluster.Cluster, jobs []*Job, done *Job, arrived int) (*greedy, *State) {
+	var pending Queue
+	g := &greedy{bySize: true, exclusive: true, preempt: true, timeless: true}
+	g.rs.fixed = true
+	g.rs.grow(len(jobs))
+	for _, j := range jobs {
+		switch {
+		case j == done:
+		case j.Running:
+			g.rs.put(entry(j, Key{}, 0))
+		default:
+			pending.Insert(j)
+		}
+	}
+	s := &State{Cluster: cl, Pending: &pending, Jobs: jobs, Finished: []trace.JobID{done.ID},
+		Lookup: func(id trace.JobID) *Job { return jobs[id] }}
+	g.s, g.arrived = s, arrived
+	return g, s
+}
+
+// leftInPlace reports whether running job j lies in the range fixEarly leaves in place.
+func leftInPlace(g *greedy, j *Job) bool {
+	if !g.early || g.rs.where[j.Idx] < 0 {
+		return false
+	}
+	p := g.rs.pos(&g.rs.ent[g.rs.where[j.Idx]])
+	return g.earlyLo <= p && p < g.earlyHi
+}
+
 // TestFixEarlyStops pins where fixEarly's run of jobs left in place ends, on a 3×4 cluster
 // where a job of the packing (on node 0) sits below the first waiting job W (a whole node) and
 // a job that finished freed a GPU on node 1: a waiting job ranked between them that the last
@@ -22,36 +73,14 @@ func TestFixEarlyStops(t *testing.T) {
 		{"arrival", 4, 2, 0},
 		{"could use the freed GPU", 1, 5, 0},
 	} {
-		cl := cluster.New(cluster.Shape{Nodes: 3, GPUsPerNode: 4, GPUMemBytes: cluster.GiB, MaxShare: 1})
-		mk := func(id, gpus int, on ...int) *Job {
-			j := &Job{Job: trace.Job{ID: trace.JobID(id), Submit: 0, GPUs: gpus}, Idx: int32(id), On: on, Running: on != nil}
-			j.P.Rem = 1000
-			if on != nil {
-				if err := cl.Place(j.ID, on, 1); err != nil {
-					t.Fatal(err)
-				}
-			}
-			return j
-		}
-		base := mk(0, 3, 5, 6, 7) // ranked above W, on node 1
-		w := mk(1, 4)
-		between := mk(2, c.between)
-		packed := mk(3, 1, 0) // node 0
-		done := mk(4, 1)
+		cl := earlyCluster()
+		base := earlyJob(t, cl, 0, 3, 5, 6, 7) // ranked above W, on node 1
+		w := earlyJob(t, cl, 1, 4)
+		between := earlyJob(t, cl, 2, c.between)
+		packed := earlyJob(t, cl, 3, 1, 0) // node 0
+		done := earlyJob(t, cl, 4, 1)
 		done.On = []int{4} // finished on node 1: GPU 4 is idle now
-		jobs := []*Job{base, w, between, packed, done}
-		var pending Queue
-		pending.Insert(w)
-		pending.Insert(between)
-		s := &State{Cluster: cl, Pending: &pending, Jobs: jobs, Finished: []trace.JobID{done.ID},
-			Lookup: func(id trace.JobID) *Job { return jobs[id] }}
-		g := &greedy{bySize: true, exclusive: true, preempt: true, timeless: true}
-		g.s = s
-		g.rs.fixed = true
-		g.rs.grow(len(jobs))
-		g.rs.put(entry(base, Key{}, 0))
-		g.rs.put(entry(packed, Key{}, 0))
-		g.arrived = c.arrived
+		g, s := earlyWalk(cl, []*Job{base, w, between, packed, done}, done, c.arrived)
 		if got := g.fixEarly(s); got != c.want {
 			t.Errorf("%s: fixEarly left %d jobs in place, want %d", c.name, got, c.want)
 		}
@@ -59,15 +88,6 @@ func TestFixEarlyStops(t *testing.T) {
 			t.Errorf("%s: packed job in fixEarly's range = %v", c.name, got)
 		}
 	}
-}
-
-// leftInPlace reports whether running job j lies in the range fixEarly leaves in place.
-func leftInPlace(g *greedy, j *Job) bool {
-	if !g.early || g.rs.where[j.Idx] < 0 {
-		return false
-	}
-	p := g.rs.pos(&g.rs.ent[g.rs.where[j.Idx]])
-	return g.earlyLo <= p && p < g.earlyHi
 }
 
 // TestFixEarlyRange pins the range of the running set's order that fixEarly leaves in place when
@@ -84,38 +104,16 @@ func TestFixEarlyRange(t *testing.T) {
 		{"stops at the waiting job", 1, 1, 1},
 		{"runs to the bottom", 4, 2, 0},
 	} {
-		cl := cluster.New(cluster.Shape{Nodes: 3, GPUsPerNode: 4, GPUMemBytes: cluster.GiB, MaxShare: 1})
-		mk := func(id, gpus int, on ...int) *Job {
-			j := &Job{Job: trace.Job{ID: trace.JobID(id), GPUs: gpus}, Idx: int32(id), On: on, Running: on != nil}
-			j.P.Rem = 1000
-			if on != nil {
-				if err := cl.Place(j.ID, on, 1); err != nil {
-					t.Fatal(err)
-				}
-			}
-			return j
-		}
-		base := mk(0, 3, 5, 6, 7) // ranked above W, on node 1
-		w := mk(1, 4)
-		p1 := mk(2, 1, 0)
-		q := mk(3, c.qGPUs)
-		p2 := mk(4, 1, 1)
-		done := mk(5, 1)
+		cl := earlyCluster()
+		base := earlyJob(t, cl, 0, 3, 5, 6, 7) // ranked above W, on node 1
+		w := earlyJob(t, cl, 1, 4)
+		p1 := earlyJob(t, cl, 2, 1, 0)
+		q := earlyJob(t, cl, 3, c.qGPUs)
+		p2 := earlyJob(t, cl, 4, 1, 1)
+		done := earlyJob(t, cl, 5, 1)
 		done.On = []int{4} // finished on node 1: GPU 4 is idle now
 		jobs := []*Job{base, w, p1, q, p2, done}
-		var pending Queue
-		pending.Insert(w)
-		pending.Insert(q)
-		s := &State{Cluster: cl, Pending: &pending, Jobs: jobs, Finished: []trace.JobID{done.ID},
-			Lookup: func(id trace.JobID) *Job { return jobs[id] }}
-		g := &greedy{bySize: true, exclusive: true, preempt: true, timeless: true}
-		g.s = s
-		g.rs.fixed = true
-		g.rs.grow(len(jobs))
-		for _, j := range []*Job{base, p1, p2} {
-			g.rs.put(entry(j, Key{}, 0))
-		}
-		g.arrived = len(jobs)
+		g, s := earlyWalk(cl, jobs, done, len(jobs))
 		if got := g.fixEarly(s); got != c.marked {
 			t.Errorf("%s: fixEarly left %d jobs in place, want %d", c.name, got, c.marked)
 		}
