@@ -42,6 +42,16 @@ func EarlyFixed(p Policy) (fixed, skipped int) {
 	return 0, 0
 }
 
+// RemSettled returns, for sjf's settled shortcut (settled_rem.go), how many calls walked because
+// the packing's order changed or because a key changed its form, and how many jobs of a packing
+// the shortcut left in place.
+func RemSettled(p Policy) (reordered, rounded, packed int) {
+	if g := greedyOf(p); g != nil {
+		return g.rem.reordered, g.rem.rounded, g.rem.packed
+	}
+	return 0, 0, 0
+}
+
 // WalkMerges returns how many walks of p merged the families, how many of those merged at
 // their first skip (soonWalks), and how many families prune dropped from the merge's heap, for
 // the policies on greedy.

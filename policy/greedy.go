@@ -118,6 +118,8 @@ type greedy struct {
 	ahead []vrun
 	best  int
 	settledState
+	remOn bool // the shortcut of settled_rem.go applies to this policy
+	rem   remState
 }
 
 type famFail struct {
@@ -233,7 +235,7 @@ func (g *greedy) sync(s *State, runKey func(*Job) Key) {
 func (g *greedy) rekey(j *Job) { g.rekeyed = append(g.rekeyed, j) }
 
 // changed notes a change the walk cannot see in its inputs (pending jobs re-keyed).
-func (g *greedy) changed() { g.still, g.settled = false, false }
+func (g *greedy) changed() { g.still, g.settled, g.rem.on = false, false, false }
 
 // schedule makes a call's plan with run, in memory of the walk's own that the next call reuses:
 // the engine is done with a plan before it calls again.
@@ -266,7 +268,7 @@ func (g *greedy) run(s *State, runKey func(*Job) Key, plan *Plan) error {
 	still := g.still && g.timeless && !g.exhaustive && len(s.Finished) == 0 && len(s.Rerated) == 0 &&
 		len(g.rekeyed) == 0 && s.Pending.Len() == g.pending
 	quiet := g.quiet(s)
-	fix := g.settled && len(s.Finished) > 0 && len(g.rekeyed) == 0 && !s.Resync
+	fix, remQuiet := g.settled && len(s.Finished) > 0 && len(g.rekeyed) == 0 && !s.Resync, g.remBegin(s)
 	g.early = false
 	if g.preempt {
 		g.sync(s, runKey)
@@ -286,8 +288,8 @@ func (g *greedy) run(s *State, runKey func(*Job) Key, plan *Plan) error {
 		// Only the arrivals can change anything.
 		g.skips++
 		err = g.placeArrivals(arr)
-	case quiet && g.arrivalsFail(s):
-		// No arrival fits where the walk would try it: nothing changes.
+	case quiet && g.arrivalsFail(s), remQuiet && g.remSkip(s):
+		// No arrival fits where the walk would try it, or (sjf) only arrivals change: done.
 		g.skips++
 	default:
 		if g.preempt {
@@ -305,6 +307,7 @@ func (g *greedy) run(s *State, runKey func(*Job) Key, plan *Plan) error {
 	if err != nil {
 		return err
 	}
+	g.remSettle(s)
 	g.settle(s)
 	g.finish()
 	g.still, g.pending = len(g.plan.Start) == 0 && len(g.plan.Stop) == 0, s.Pending.Len()
@@ -858,6 +861,13 @@ func (g *greedy) try(j *Job, v int) (bool, error) {
 		} else {
 			g.p.plan(j, partner{j, pl.Opt, j.RemIters(s.Now) * o.Excl.Seconds()})
 		}
+	}
+	if g.remOn {
+		k := j.K
+		if v >= 0 {
+			k = g.victims[v].k
+		}
+		g.remPlaced(j, k, !back)
 	}
 	if back {
 		// Back where it was: the job keeps running as before.

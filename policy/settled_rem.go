@@ -1,0 +1,257 @@
+package policy
+
+import "slices"
+
+// The settled shortcut of sjf (remaining times as keys, YARN placement, the authors' victims).
+//
+// A walk leaves, as with fixed keys (settled.go), a first waiting job W that failed after taking
+// every running job ranked below it that could be taken, and below W a packing in rank order:
+// the jobs the walk placed after W's turn, each where it lies. Call the packing's order L. Until
+// something but time and arrivals changes, the running jobs' keys only fall (their rates stay; a
+// restart overhead holds a key still) and the waiting jobs' keys stay, so no running job outside
+// L drops below W and no waiting job rises. Only a change of a key's form breaks that: the walk
+// ranked the jobs it started by their keys as waiting jobs, which their keys as running jobs may
+// exceed by a nanosecond's rounding, and the victims it stopped by their keys as running jobs.
+// Those starts are the re-rated jobs of the next call: outside L, none may rank below W; in L,
+// every job must rank no lower than in the walk; a stopped victim must rank no higher (and W,
+// when it is one, keeps its key).
+//
+// A job of L may rise above W or come too close to its end: W no longer takes it, and it stays
+// where it lies, as a job fixed early does (settled.go). W takes the others as before and meets
+// a base that holds at least what it held, so it fails again (YARN placement is monotone). While
+// they keep L's order, the packing lands each where it lies; keys that fall at different speeds
+// (a restart overhead) can reorder L, and the call then walks. A waiting job below W, which
+// ranks no higher than in the walk while every job of L ranks no lower, meets at its turn at
+// least the jobs it met, and fails again without taking any: W took them all.
+//
+// Arrivals that rank above W and each fit, in rank order, on the idle GPUs are placed first by
+// the walk, before W's turn, without taking a job; their GPUs were idle at the turn of every job
+// of the packing, which never took them, so they change no placement of the packing either (as
+// a job fixed early does). Such a call places them and changes nothing else. Any other arrival,
+// a finished job, a re-keyed job or a live run's measurements need the walk.
+
+// remState is the sjf walk's memory of its last call for the shortcut above.
+type remState struct {
+	on bool   // the last call left the cluster settled (a walk, or this shortcut)
+	w  *Job   // W (nil: no job waits)
+	wk Key    // W's key in the walk that found it
+	l  []*Job // the packing below W, in the walk's order
+	lk []Key  // their keys in the walk
+	// wait holds the victims the walk stopped, with their keys in the walk: as waiting jobs their
+	// keys may rank them a rounding higher.
+	wait []ranked
+	gen  uint32 // inL's stamp of the current l
+	// call counts the calls; started[j.Idx] is the call that started j last, inL[j.Idx] the gen
+	// of the l that holds j.
+	call    uint32
+	started []uint32
+	inL     []uint32
+	placed  []ranked // this walk's placements in walk order, with the walk's keys
+	skipped bool     // the shortcut answered this call
+	// reordered counts the calls that walked because L's order changed, rounded those that
+	// walked because a key changed its form, packed the jobs that the shortcut left in place
+	// (for tests).
+	reordered, rounded, packed int
+}
+
+// remSettles reports whether g's walks leave the cluster settled for the shortcut above.
+func (g *greedy) remSettles() bool {
+	return g.preempt && g.exclusive && g.bySize && g.drain && !g.tentative && !g.exhaustive
+}
+
+// remBegin starts a call's bookkeeping when the shortcut applies to g (remOn), before sync, and
+// reports whether the call is quiet (remQuiet). It stays a call: inlined, it made run too large
+// for the compiler to inline the hot calls run makes (fixEarly).
+//
+//go:noinline
+func (g *greedy) remBegin(s *State) bool {
+	if g.remOn = g.remSettles(); !g.remOn {
+		return false
+	}
+	r := &g.rem
+	r.call++
+	r.skipped = false
+	r.placed = r.placed[:0]
+	if n := len(s.Jobs) - len(r.started); n > 0 {
+		r.started = append(r.started, make([]uint32, n)...)
+		r.inL = append(r.inL, make([]uint32, n)...)
+	}
+	return g.remQuiet(s)
+}
+
+// remQuiet reports, before sync, whether nothing but time and arrivals changed since a call that
+// left the cluster settled: the only re-rated jobs are that call's starts.
+func (g *greedy) remQuiet(s *State) bool {
+	r := &g.rem
+	if !r.on || len(s.Finished) > 0 || len(g.rekeyed) > 0 || s.Resync {
+		return false
+	}
+	for _, j := range s.Rerated {
+		if !j.Running || r.started[j.Idx] != r.call-1 {
+			return false
+		}
+	}
+	return true
+}
+
+// remSkip answers a quiet call without the walk when the shortcut above holds: it places the
+// arrivals and reports true, or changes nothing and reports false (also on an error, which the
+// walk then reports).
+func (g *greedy) remSkip(s *State) bool {
+	r := &g.rem
+	var w *Job
+	for q := range s.Pending.All() {
+		if int(q.Idx) < g.arrived {
+			w = q
+			break
+		}
+	}
+	if w != r.w || w != nil && w.K != r.wk {
+		return false
+	}
+	now := s.Now
+	takes := func(j *Job, k Key) bool { // W would take running job j, of key k
+		return j.RemIters(now) > minVictimIters && Compare(k, j, w.K, w) > 0
+	}
+	if w != nil {
+		for _, j := range s.Rerated {
+			if r.inL[j.Idx] != r.gen && takes(j, g.runKey(j)) {
+				r.rounded++
+				return false
+			}
+		}
+	}
+	arr := g.arr[:0]
+	for k := g.arrived; k < len(s.Jobs) && s.Jobs[k].Submit <= now; k++ {
+		arr = append(arr, s.Jobs[k])
+	}
+	g.arr = arr
+	slices.SortFunc(arr, func(a, b *Job) int { return Compare(a.K, a, b.K, b) })
+	if w != nil && len(arr) > 0 && Compare(arr[len(arr)-1].K, arr[len(arr)-1], w.K, w) >= 0 {
+		return false
+	}
+	for _, v := range r.wait {
+		if !v.j.Running && Compare(v.j.K, v.j, v.k, v.j) < 0 {
+			r.rounded++
+			return false // a stopped victim ranks higher than in the walk
+		}
+	}
+	if w != nil {
+		var prev *Job
+		var pk Key
+		for i, j := range r.l {
+			if !j.Running {
+				return false
+			}
+			if k := g.runKey(j); takes(j, k) {
+				if Compare(k, j, r.lk[i], j) > 0 {
+					r.rounded++
+					return false // it ranks lower than in the walk: a waiting job may pass it
+				}
+				if prev != nil && Compare(k, j, pk, prev) <= 0 {
+					r.reordered++
+					return false // L's order changed
+				}
+				prev, pk = j, k
+			}
+		}
+	}
+	if !g.placeAllArrivals(arr) {
+		return false
+	}
+	// The jobs W no longer takes never come back to the packing: keys only fall, and so do
+	// iterations left.
+	l, lk := r.l[:0], r.lk[:0]
+	for i, j := range r.l {
+		if takes(j, g.runKey(j)) {
+			l, lk = append(l, j), append(lk, r.lk[i])
+		}
+	}
+	r.l, r.lk = l, lk
+	r.wait = r.wait[:0] // checked: both keys stay while the victims wait
+	r.packed += len(l)
+	r.skipped = true
+	return true
+}
+
+// placeAllArrivals places each job of arr, in order, on the idle GPUs the ones before it left,
+// and reports true; if one does not fit (or fails), it places none and reports false.
+func (g *greedy) placeAllArrivals(arr []*Job) bool {
+	cl := g.s.Cluster
+	mark := cl.Mark()
+	for i, a := range arr {
+		ok := a.GPUs <= g.free()
+		if ok {
+			var err error
+			if ok, err = g.try(a, -1); err != nil {
+				ok = false
+			}
+		}
+		if !ok {
+			cl.Rollback(mark)
+			g.plan.Start = g.plan.Start[:0]
+			g.rem.placed = g.rem.placed[:0]
+			for _, b := range arr[:i] {
+				g.rem.started[b.Idx] = 0 // never started before: it just arrived
+			}
+			return false
+		}
+	}
+	cl.Commit(mark)
+	return true
+}
+
+// remPlaced notes, during a walk, a placement of j (key k in the walk); start: it starts j.
+func (g *greedy) remPlaced(j *Job, k Key, start bool) {
+	r := &g.rem
+	r.placed = append(r.placed, ranked{j: j, k: k})
+	if start {
+		r.started[j.Idx] = r.call
+	}
+}
+
+// remSettle notes, at the end of a walk (not of this shortcut), W and the packing below it.
+func (g *greedy) remSettle(s *State) {
+	r := &g.rem
+	if !g.remOn || r.skipped {
+		return
+	}
+	r.on = true
+	// W is the first job that waits after the plan: a pending job not started, or a victim
+	// neither placed back nor started elsewhere.
+	var w *Job
+	var wk Key
+	for q := range s.Pending.All() {
+		if r.started[q.Idx] != r.call {
+			w, wk = q, q.K
+			break
+		}
+	}
+	for i := range g.victims {
+		v := &g.victims[i]
+		if v.cancelled || r.started[v.j.Idx] == r.call {
+			continue
+		}
+		if w == nil || Compare(v.k, v.j, wk, w) < 0 {
+			w, wk = v.j, v.k
+		}
+	}
+	r.w, r.wk = w, wk
+	r.gen++
+	l, lk := r.l[:0], r.lk[:0]
+	if w != nil {
+		for _, x := range r.placed {
+			if Compare(x.k, x.j, wk, w) > 0 {
+				l, lk = append(l, x.j), append(lk, x.k)
+				r.inL[x.j.Idx] = r.gen
+			}
+		}
+	}
+	r.l, r.lk = l, lk
+	r.wait = r.wait[:0]
+	for _, v := range g.victims {
+		if !v.cancelled && r.started[v.j.Idx] != r.call {
+			r.wait = append(r.wait, v.ranked)
+		}
+	}
+}
