@@ -30,9 +30,9 @@ type placeFunc func(p *placer, j *Job) (pl Placement, ok bool, err error)
 //     fits depends on its GPU count alone, and a larger job never fits where a smaller one does
 //     not, so a failure rules out every job of as many GPUs or more.
 //
-// With fixed keys, YARN placement and the authors' victims, a call that follows a walk with only
-// time and arrivals in between is answered without a walk where that provably changes nothing
-// but the arrivals (settled.go).
+// With YARN placement and the authors' victims, a call that follows a walk with only time and
+// arrivals in between is answered without a walk where that provably changes nothing but the
+// arrivals: with fixed keys (settled.go), and with remaining times as keys (sjf, settled_rem.go).
 //
 // To skip a family in one step, the walk takes the pending jobs family by family (State.ByFamily),
 // merging the families' next jobs in priority order with a heap; a family that fails leaves the
@@ -289,7 +289,7 @@ func (g *greedy) run(s *State, runKey func(*Job) Key, plan *Plan) error {
 		g.skips++
 		err = g.placeArrivals(arr)
 	case quiet && g.arrivalsFail(s), remQuiet && g.remSkip(s):
-		// No arrival fits where the walk would try it, or (sjf) only arrivals change: done.
+		// No arrival fits where the walk would try it, or (sjf) remSkip placed them: nothing else.
 		g.skips++
 	default:
 		if g.preempt {

@@ -9,12 +9,13 @@ import "slices"
 // the jobs the walk placed after W's turn, each where it lies. Call the packing's order L. Until
 // something but time and arrivals changes, the running jobs' keys only fall (their rates stay; a
 // restart overhead holds a key still) and the waiting jobs' keys stay, so no running job outside
-// L drops below W and no waiting job rises. Only a change of a key's form breaks that: the walk
-// ranked the jobs it started by their keys as waiting jobs, which their keys as running jobs may
-// exceed by a nanosecond's rounding, and the victims it stopped by their keys as running jobs.
-// Those starts are the re-rated jobs of the next call: outside L, none may rank below W; in L,
-// every job must rank no lower than in the walk; a stopped victim must rank no higher (and W,
-// when it is one, keeps its key).
+// L drops below W and no waiting job rises. Only a change of a key's form breaks that: the last
+// call (a walk, or this shortcut) ranked the waiting jobs it started by their keys as waiting
+// jobs, which their keys as running jobs may exceed by a nanosecond's rounding, and the walk
+// ranked the victims it stopped by their keys as running jobs (a victim it moved keeps its key's
+// form). The last call's starts are the re-rated jobs of the next: outside L, none may be a job
+// W would take; in L, every job must rank no lower than in the walk. A stopped victim must rank
+// no higher (and W, when it is one, keeps its key). With no waiting job there is no W and no L.
 //
 // A job of L may rise above W or come too close to its end: W no longer takes it, and it stays
 // where it lies, as a job fixed early does (settled.go). W takes the others as before and meets
@@ -28,7 +29,9 @@ import "slices"
 // the walk, before W's turn, without taking a job; their GPUs were idle at the turn of every job
 // of the packing, which never took them, so they change no placement of the packing either (as
 // a job fixed early does). Such a call places them and changes nothing else. Any other arrival,
-// a finished job, a re-keyed job or a live run's measurements need the walk.
+// a finished job, a re-keyed job, a re-rated job other than the last call's starts (the
+// lineage's per-event overhead gives progress back, which raises keys) or a live run's
+// measurements need the walk.
 
 // remState is the sjf walk's memory of its last call for the shortcut above.
 type remState struct {
@@ -42,12 +45,12 @@ type remState struct {
 	wait []ranked
 	gen  uint32 // inL's stamp of the current l
 	// call counts the calls; started[j.Idx] is the call that started j last, inL[j.Idx] the gen
-	// of the l that holds j.
-	call    uint32
-	started []uint32
-	inL     []uint32
-	placed  []ranked // this walk's placements in walk order, with the walk's keys
-	skipped bool     // the shortcut answered this call
+	// of the l that holds j (or held it: dropping j from l keeps the stamp).
+	call     uint32
+	started  []uint32
+	inL      []uint32
+	placed   []ranked // this call's placements in walk order, with the walk's keys
+	answered bool     // the shortcut answered this call
 	// reordered counts the calls that walked because L's order changed, rounded those that
 	// walked because a key changed its form, packed the jobs that the shortcut left in place
 	// (for tests).
@@ -60,17 +63,16 @@ func (g *greedy) remSettles() bool {
 }
 
 // remBegin starts a call's bookkeeping when the shortcut applies to g (remOn), before sync, and
-// reports whether the call is quiet (remQuiet). It stays a call: inlined, it made run too large
-// for the compiler to inline the hot calls run makes (fixEarly).
-//
-//go:noinline
+// reports whether the call is quiet (remQuiet). Run calls it on the line of another statement:
+// a line more in run would move run's calls off the lines default.pgo knows them by, and the
+// compiler would no longer inline the hot ones (fixEarly, arrivals).
 func (g *greedy) remBegin(s *State) bool {
 	if g.remOn = g.remSettles(); !g.remOn {
 		return false
 	}
 	r := &g.rem
 	r.call++
-	r.skipped = false
+	r.answered = false
 	r.placed = r.placed[:0]
 	if n := len(s.Jobs) - len(r.started); n > 0 {
 		r.started = append(r.started, make([]uint32, n)...)
@@ -170,7 +172,7 @@ func (g *greedy) remSkip(s *State) bool {
 	r.l, r.lk = l, lk
 	r.wait = r.wait[:0] // checked: both keys stay while the victims wait
 	r.packed += len(l)
-	r.skipped = true
+	r.answered = true
 	return true
 }
 
@@ -213,7 +215,7 @@ func (g *greedy) remPlaced(j *Job, k Key, start bool) {
 // remSettle notes, at the end of a walk (not of this shortcut), W and the packing below it.
 func (g *greedy) remSettle(s *State) {
 	r := &g.rem
-	if !g.remOn || r.skipped {
+	if !g.remOn || r.answered {
 		return
 	}
 	r.on = true
@@ -227,11 +229,13 @@ func (g *greedy) remSettle(s *State) {
 			break
 		}
 	}
+	r.wait = r.wait[:0]
 	for i := range g.victims {
 		v := &g.victims[i]
 		if v.cancelled || r.started[v.j.Idx] == r.call {
 			continue
 		}
+		r.wait = append(r.wait, v.ranked)
 		if w == nil || Compare(v.k, v.j, wk, w) < 0 {
 			w, wk = v.j, v.k
 		}
@@ -248,10 +252,4 @@ func (g *greedy) remSettle(s *State) {
 		}
 	}
 	r.l, r.lk = l, lk
-	r.wait = r.wait[:0]
-	for _, v := range g.victims {
-		if !v.cancelled && r.started[v.j.Idx] != r.call {
-			r.wait = append(r.wait, v.ranked)
-		}
-	}
 }
