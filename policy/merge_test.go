@@ -3,6 +3,7 @@ package policy_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
@@ -69,19 +70,36 @@ func decideBoth(t *testing.T, cfg sim.Config, jobs []trace.Job, prof *profile.Ta
 // decide runs spec on jobs and returns the policy, after its run, and its decision log.
 func decide(t *testing.T, cfg sim.Config, jobs []trace.Job, prof *profile.Table, spec string) (policy.Policy, []byte) {
 	t.Helper()
+	p, log, _ := decideUntil(t, cfg, jobs, prof, spec, 0)
+	return p, log
+}
+
+// decideUntil is decide stopped at the first event past limit of simulated time (0: none); it
+// also reports whether it stopped.
+func decideUntil(t *testing.T, cfg sim.Config, jobs []trace.Job, prof *profile.Table, spec string, limit time.Duration) (policy.Policy, []byte, bool) {
+	t.Helper()
 	p, err := policy.Builtin().New(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
 	obs, flush := sim.JSONLWriter(&buf)
-	if _, err := sim.Run(context.Background(), cfg, jobs, p, prof, obs); err != nil {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	_, err = sim.Run(ctx, cfg, jobs, p, prof, func(ev sim.Event) {
+		if limit > 0 && ev.T > limit {
+			cancel()
+			return
+		}
+		obs(ev)
+	})
+	if err != nil && !errors.Is(err, context.Canceled) {
 		t.Fatalf("%s %s: %v", cfg.TraceName, spec, err)
 	}
 	if err := flush(); err != nil {
 		t.Fatal(err)
 	}
-	return p, buf.Bytes()
+	return p, buf.Bytes(), err != nil
 }
 
 // burstyJobs draws n jobs in bursts of 1 to 6 arrivals, 0 to 145 s apart, each with a GPU

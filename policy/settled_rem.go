@@ -40,6 +40,9 @@ type remState struct {
 	wk Key    // W's key in the walk that found it
 	l  []*Job // the packing below W, in the walk's order
 	lk []Key  // their keys in the walk
+	// nl and nlk are the next l and lk, which the shortcut builds while it checks l.
+	nl  []*Job
+	nlk []Key
 	// wait holds the victims the walk stopped, with their keys in the walk: as waiting jobs their
 	// keys may rank them a rounding higher.
 	wait []ranked
@@ -132,19 +135,20 @@ func (g *greedy) remSkip(s *State) bool {
 	if w != nil && len(arr) > 0 && Compare(arr[len(arr)-1].K, arr[len(arr)-1], w.K, w) >= 0 {
 		return false
 	}
-	for _, v := range r.wait {
-		if !v.j.Running && Compare(v.j.K, v.j, v.k, v.j) < 0 {
+	for _, v := range r.wait { // they wait still: only a walk starts them, and it makes a new list
+		if Compare(v.j.K, v.j, v.k, v.j) < 0 {
 			r.rounded++
 			return false // a stopped victim ranks higher than in the walk
 		}
 	}
+	// The jobs of L W still takes go to nl, in L's order: the jobs W no longer takes never come
+	// back to the packing, since keys only fall, and so do iterations left. (A job of L runs
+	// still: it stops only by finishing, or by a walk's plan, which makes a new L.)
+	nl, nlk := r.nl[:0], r.nlk[:0]
 	if w != nil {
 		var prev *Job
 		var pk Key
 		for i, j := range r.l {
-			if !j.Running {
-				return false
-			}
 			if k := g.runKey(j); takes(j, k) {
 				if Compare(k, j, r.lk[i], j) > 0 {
 					r.rounded++
@@ -155,23 +159,17 @@ func (g *greedy) remSkip(s *State) bool {
 					return false // L's order changed
 				}
 				prev, pk = j, k
+				nl, nlk = append(nl, j), append(nlk, r.lk[i])
 			}
 		}
 	}
+	r.nl, r.nlk = nl, nlk
 	if !g.placeAllArrivals(arr) {
 		return false
 	}
-	// The jobs W no longer takes never come back to the packing: keys only fall, and so do
-	// iterations left.
-	l, lk := r.l[:0], r.lk[:0]
-	for i, j := range r.l {
-		if takes(j, g.runKey(j)) {
-			l, lk = append(l, j), append(lk, r.lk[i])
-		}
-	}
-	r.l, r.lk = l, lk
+	r.l, r.nl, r.lk, r.nlk = r.nl, r.l, r.nlk, r.lk
 	r.wait = r.wait[:0] // checked: both keys stay while the victims wait
-	r.packed += len(l)
+	r.packed += len(r.l)
 	r.answered = true
 	return true
 }

@@ -2,8 +2,6 @@ package policy_test
 
 import (
 	"bytes"
-	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -137,8 +135,8 @@ func TestRemSettledTies(t *testing.T) {
 		if rng.IntN(3) == 0 {
 			cfg.Interval = 10 * time.Second
 		}
-		p, a, stopped := decideUntil(t, cfg, jobs, "sjf", 48*time.Hour)
-		_, b, _ := decideUntil(t, cfg, jobs, `sjf{"exhaustive":true}`, 48*time.Hour)
+		p, a, stopped := decideUntil(t, cfg, jobs, nil, "sjf", 48*time.Hour)
+		_, b, _ := decideUntil(t, cfg, jobs, nil, `sjf{"exhaustive":true}`, 48*time.Hour)
 		if !bytes.Equal(a, b) {
 			t.Errorf("seed %d: the shortcut and the exhaustive walk decide differently\n%s", seed, firstDiff(a, b))
 		}
@@ -153,33 +151,4 @@ func TestRemSettledTies(t *testing.T) {
 	if skips < 10_000 || rounded < 10 {
 		t.Errorf("the shortcut answered %d calls, %d walked as a key changed its form: the traces do not exercise them", skips, rounded)
 	}
-}
-
-// decideUntil runs spec on jobs with the trace's iteration times, stopped at the first event
-// past limit of simulated time, and returns the policy, the decision log up to there and whether
-// it stopped.
-func decideUntil(t *testing.T, cfg sim.Config, jobs []trace.Job, spec string, limit time.Duration) (policy.Policy, []byte, bool) {
-	t.Helper()
-	p, err := policy.Builtin().New(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	obs, flush := sim.JSONLWriter(&buf)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	_, err = sim.Run(ctx, cfg, jobs, p, nil, func(ev sim.Event) {
-		if ev.T > limit {
-			cancel()
-			return
-		}
-		obs(ev)
-	})
-	if err != nil && !errors.Is(err, context.Canceled) {
-		t.Fatalf("%s %s: %v", cfg.TraceName, spec, err)
-	}
-	if err := flush(); err != nil {
-		t.Fatal(err)
-	}
-	return p, buf.Bytes(), err != nil
 }
