@@ -52,6 +52,22 @@ func RemSettled(p Policy) (reordered, rounded, packed int) {
 	return 0, 0, 0
 }
 
+// CheckLazy makes sjf check its sets of lazy victims' nodes at every change and panic if one
+// is off; it returns the function that restores it.
+func CheckLazy() (restore func()) {
+	checkLazy = true
+	return func() { checkLazy = false }
+}
+
+// LazyVictims returns how many of sjf's lazy victims went back without a release, and by cause
+// how many times lazy victims were released for real (lazyvictims.go).
+func LazyVictims(p Policy) (backs int, mats [3]int) {
+	if g := greedyOf(p); g != nil {
+		return g.lz.backs, g.lz.mats
+	}
+	return 0, [3]int{}
+}
+
 // WalkMerges returns how many walks of p merged the families, how many of those merged at
 // their first skip (soonWalks), and how many families prune dropped from the merge's heap, for
 // the policies on greedy.

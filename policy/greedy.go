@@ -120,6 +120,9 @@ type greedy struct {
 	settledState
 	remOn bool // the shortcut of settled_rem.go applies to this policy
 	rem   remState
+	// lazy: victims may be preempted on paper (lazyvictims.go); lz holds them.
+	lazy bool
+	lz   lazyState
 }
 
 type famFail struct {
@@ -162,12 +165,14 @@ func (g *greedy) mode() string {
 type victim struct {
 	ranked
 	cancelled bool
+	lazy      bool // still on its GPUs (lazyvictims.go)
 }
 
-// free returns the GPUs a job could use without preempting: idle ones, or ones with room.
+// free returns the GPUs a job could use without preempting: idle ones (lazy victims' among
+// them), or ones with room.
 func (g *greedy) free() int {
 	if g.exclusive {
-		return g.s.Cluster.Idle()
+		return g.s.Cluster.Idle() + g.lz.free
 	}
 	return g.s.Cluster.Open()
 }
@@ -348,6 +353,7 @@ func (g *greedy) walk() error {
 		g.head = make([]*Job, nf)
 		g.headK = make([]ranked, nf)
 	}
+	g.lz.drop()
 	if g.heads.less == nil {
 		g.heads.less = func(a, b int32) bool {
 			// Compare on copies of the heads' keys (b ranks below a): the comparisons read no job.
@@ -697,6 +703,14 @@ func (g *greedy) walkVictim() error {
 	g.pick()
 	v := g.victims[vi]
 	g.walked, g.wk, g.wj = true, v.k, v.j
+	if v.lazy {
+		if g.lazyBack(int(vi)) {
+			return nil
+		}
+		if err := g.materialize(matMoves); err != nil {
+			return err
+		}
+	}
 	_, _, err := g.attempt(v.j, v.k, int(vi))
 	return err
 }
@@ -721,6 +735,9 @@ func (g *greedy) attempt(j *Job, jk Key, v int) (ok, changed bool, err error) {
 		// are set aside: they stay running and rank lowest.
 		mark := cl.Mark()
 		lo := len(g.victims) // this attempt's victims follow
+		// Victims stay lazy (lazyvictims.go) until j may fit: when it asks for at most the free
+		// GPUs and a node of the last victim has the part of j it needs.
+		lazy, part := g.lazyOn(), yarnPart(j.GPUs, cl.Shape().GPUsPerNode)
 		for !ok {
 			r, any := g.rs.lowest(g.s.Now, g.runKey)
 			if !any || Compare(r.k, r.j, jk, j) <= 0 {
@@ -740,10 +757,20 @@ func (g *greedy) attempt(j *Job, jk Key, v int) (ok, changed bool, err error) {
 				g.low = append(g.low, r)
 				continue
 			}
-			if err := cl.Release(r.j.ID); err != nil {
-				return false, false, fmt.Errorf("policy %s: preempt job %d: %w", g.name, r.j.ID, err)
+			if lazy {
+				if !g.lazyRelease(r, part) || j.GPUs > g.free() {
+					continue
+				}
+				if err := g.materialize(matFits); err != nil {
+					return false, false, err
+				}
+				lazy = false
+			} else {
+				if err := cl.Release(r.j.ID); err != nil {
+					return false, false, fmt.Errorf("policy %s: preempt job %d: %w", g.name, r.j.ID, err)
+				}
+				g.victims = append(g.victims, victim{ranked: r})
 			}
-			g.victims = append(g.victims, victim{ranked: r})
 			if j.GPUs <= g.free() && !(failed && g.yarnStill(j, r.j)) {
 				if ok, err = g.try(j, v); err != nil {
 					return false, false, err
@@ -838,6 +865,12 @@ func (g *greedy) finish() {
 // the preemption).
 func (g *greedy) try(j *Job, v int) (bool, error) {
 	s, plan := g.s, g.plan
+	if g.lz.n > 0 && g.lazyReach(j.GPUs) {
+		// The lazy victims' GPUs could change where j goes: they are released first.
+		if err := g.materialize(matPlace); err != nil {
+			return false, err
+		}
+	}
 	pl, ok, err := g.place(&g.p, j)
 	if err != nil {
 		return false, fmt.Errorf("policy %s: job %d: %w", g.name, j.ID, err)

@@ -16,7 +16,7 @@ type SJFArgs struct {
 }
 
 func newSJF(a SJFArgs) *SJF {
-	return &SJF{greedy{name: KeySJF, drain: true, place: yarnPlace, exclusive: true, bySize: true, preempt: a.Preempt, tentative: a.Victims == VictimsTentative, exhaustive: a.Exhaustive}}
+	return &SJF{greedy{name: KeySJF, drain: true, place: yarnPlace, exclusive: true, bySize: true, lazy: true, preempt: a.Preempt, tentative: a.Victims == VictimsTentative, exhaustive: a.Exhaustive}}
 }
 
 // Name returns the registry key.
