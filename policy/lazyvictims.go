@@ -137,12 +137,20 @@ func (z *lazyState) drop() {
 	if z.n == 0 {
 		return
 	}
+	z.clearNodes()
+	clear(z.gpu)
+	z.n = 0
+}
+
+// clearNodes forgets the GPUs lazy victims hold on each node, and the nodes' sets.
+func (z *lazyState) clearNodes() {
 	for _, nd := range z.nodes {
 		z.extra[nd] = 0
+		for k := 1; k <= z.per; k++ {
+			z.level(k, int(nd), false)
+		}
 	}
-	clear(z.gpu)
-	clear(z.reach)
-	z.nodes, z.free, z.n = z.nodes[:0], 0, 0
+	z.nodes, z.free = z.nodes[:0], 0
 }
 
 // checkLazy makes every change of the lazy victims check the sets of nodes against the
@@ -191,13 +199,7 @@ func (g *greedy) materialize(cause int) error {
 		return nil
 	}
 	z.mats[cause]++
-	for _, nd := range z.nodes {
-		z.extra[nd] = 0
-		for k := 1; k <= z.per; k++ {
-			z.level(k, int(nd), false)
-		}
-	}
-	z.nodes, z.free = z.nodes[:0], 0
+	z.clearNodes()
 	for i := z.first; i < len(g.victims) && z.n > 0; i++ {
 		v := &g.victims[i]
 		if !v.lazy {
