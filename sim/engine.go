@@ -44,6 +44,9 @@ type Config struct {
 	// redo (tests) makes apply redo every plan on the cluster as it was before the policy's
 	// call, never keeping the policy's own changes (see reflects).
 	redo bool
+	// queueMoves (tests) sends the jobs a plan stops and starts again through the pending queues
+	// and the event queue (see apply).
+	queueMoves bool
 	// famKeys (tests) makes the families' pending queues of a zero-key policy keep their zero
 	// keys, as when their bits would exceed famIndexBytes.
 	famKeys bool
@@ -104,10 +107,15 @@ type engine struct {
 	finished  []trace.JobID // since the last policy call
 	rerated   []*policy.Job // running jobs re-rated since the last policy call, once each
 	listed    []bool        // by job index: in rerated
+	// moving[i]: job i is stopped and started again by the plan being applied (apply); movers
+	// lists the marked jobs.
+	moving []bool
+	movers []int32
 	// seen[i] == stamp marks job i as checked in the current reflects.
 	seen  []uint32
 	stamp uint32
 	kept  int // calls whose changes the cluster kept as the plan
+	moves int // stops of jobs the same plan started again, which skipped the queues
 	// Scratch lists of jobs whose rates change (touch, rerate), reused from event to event.
 	touched, partnered, again []*policy.Job
 	nSched                    int
@@ -171,6 +179,7 @@ func newEngine(cfg Config, jobs []trace.Job, p policy.Policy, prof *profile.Tabl
 	e.stats = make([]jobStats, len(sorted))
 	e.ver = make([]uint32, len(sorted))
 	e.listed = make([]bool, len(sorted))
+	e.moving = make([]bool, len(sorted))
 	e.runAt = make([]int32, len(sorted))
 	for i := range e.runAt {
 		e.runAt[i] = -1

@@ -40,6 +40,32 @@ func (e *engine) enqueue(i int32) {
 	e.fam[j.Family].Insert(j)
 }
 
+// rekeyOnly sets the key job j would enter the pending queues with, for a job that moves (see
+// apply) and so never enters them.
+func (e *engine) rekeyOnly(j *policy.Job) {
+	if e.keyer != nil {
+		j.K = e.keyer.Key(j)
+	}
+}
+
+// markMoves marks the running jobs among starts: the plan stops them, or apply fails.
+func (e *engine) markMoves(starts []policy.Placement) {
+	for _, pl := range starts {
+		if j := e.lookup(pl.Job); j != nil && j.Running && !e.moving[j.Idx] {
+			e.moving[j.Idx] = true
+			e.movers = append(e.movers, j.Idx)
+		}
+	}
+}
+
+// clearMoves clears the marks markMoves left, also those of a plan that apply rejected.
+func (e *engine) clearMoves() {
+	for _, i := range e.movers {
+		e.moving[i] = false
+	}
+	e.movers = e.movers[:0]
+}
+
 // dequeue removes pending job j (with its key unchanged since enqueue).
 func (e *engine) dequeue(j *policy.Job) {
 	if !e.pend.Delete(j) || !e.fam[j.Family].Delete(j) {
@@ -153,7 +179,7 @@ func (e *engine) finish(i int32) {
 	if err := e.cl.Release(j.ID); err != nil {
 		panic(fmt.Sprintf("sim: finishing job %d: %v", j.ID, err))
 	}
-	e.stopRunning(j)
+	e.stopRunning(j, false)
 	st := &e.stats[i]
 	st.end = e.now
 	jct := e.now - j.Submit
@@ -172,9 +198,11 @@ func (e *engine) finish(i int32) {
 	e.partnered = buf
 }
 
-func (e *engine) stopRunning(j *policy.Job) {
+func (e *engine) stopRunning(j *policy.Job, moves bool) {
 	j.Running = false
-	e.q.retire(j.Idx)
+	if !moves {
+		e.q.retire(j.Idx)
+	}
 	j.Since, j.LastRun = e.now, e.now
 	k := e.runAt[j.Idx]
 	if k < 0 {
@@ -298,12 +326,21 @@ func (e *engine) apply(plan policy.Plan, placed bool) error {
 	}
 	buf := e.partnered[:0]
 	defer func() { e.partnered = buf }()
+	if len(plan.Stop) > 0 && len(plan.Start) > 0 && !e.cfg.queueMoves {
+		e.markMoves(plan.Start)
+		defer e.clearMoves()
+	}
 	for _, id := range plan.Stop {
 		jj := e.lookup(id)
 		if jj == nil || !jj.Running {
 			return fmt.Errorf("sim: policy %s: job %d: stop of a job that is not running", name, id)
 		}
 		j, i := jj, jj.Idx
+		// A job the plan starts again elsewhere (a victim that moves) would leave the pending
+		// queues and its completion the event queue only to come back at its start: it keeps
+		// its completion, which the start predicts again in place, and skips the queues. The
+		// queues, their order and the events' order are the same.
+		moves := e.moving[i]
 		var ps []*policy.Job // partners: none when placed (no GPU was shared)
 		if placed {
 			e.settle(i)
@@ -314,11 +351,16 @@ func (e *engine) apply(plan policy.Plan, placed bool) error {
 				return fmt.Errorf("sim: policy %s: job %d: %w", name, id, err)
 			}
 		}
-		e.stopRunning(j)
+		e.stopRunning(j, moves)
 		j.Preempts++
 		j.P.Overhead = 0
 		e.emit(Event{T: e.now, Kind: Preempt, Job: id})
-		e.enqueue(i)
+		if moves {
+			e.moves++
+			e.rekeyOnly(j)
+		} else {
+			e.enqueue(i)
+		}
 		for _, q := range ps {
 			buf = e.rerate(q.Idx, buf)
 		}
@@ -347,7 +389,11 @@ func (e *engine) apply(plan policy.Plan, placed bool) error {
 		if err := e.place(j, pl, placed); err != nil {
 			return fmt.Errorf("sim: policy %s: %w", name, err)
 		}
-		e.dequeue(j)
+		if e.moving[i] {
+			e.moving[i] = false // stopped above and never queued
+		} else {
+			e.dequeue(j)
+		}
 		e.startRunning(i, pl)
 		buf = e.rerate(i, buf)
 		e.again = append(e.again[:0], buf...)

@@ -273,6 +273,28 @@ func TestKeptPlansAsRedone(t *testing.T) {
 	}
 }
 
+// TestMovesAsQueued checks that a job a plan stops and starts again (a victim that moves)
+// skipping the pending queues and keeping its completion event changes nothing: on random
+// cases, every policy above gives the same decision log and results when such jobs go through
+// the queues instead.
+func TestMovesAsQueued(t *testing.T) {
+	moves := 0
+	eachVariantCase(func(seed uint64, spec string) {
+		log, res, r := runVariant(t, seed, spec, func(*Config) {})
+		moves += r.Moves
+		qLog, qRes, queued := runVariant(t, seed, spec, func(c *Config) { c.queueMoves = true })
+		if queued.Moves != 0 {
+			t.Fatalf("seed %d %s: %d moves skipped the queues although every one is to be queued", seed, spec, queued.Moves)
+		}
+		if log != qLog || res != qRes {
+			t.Fatalf("seed %d %s: moves that skip the queues changed the run:\n%s\n-- queued --\n%s", seed, spec, log, qLog)
+		}
+	})
+	if moves == 0 {
+		t.Fatal("no job moved: the test compares nothing")
+	}
+}
+
 // TestFamilyQueuesKeyed checks that the families' pending queues of a zero-key policy give the
 // same run whether they keep bits or, as with too many families for famIndexBytes, zero keys.
 func TestFamilyQueuesKeyed(t *testing.T) {

@@ -23,6 +23,9 @@ type Result struct {
 	// KeptPlans counts the policy calls whose own placements and releases the cluster kept as
 	// the plan (written nowhere).
 	KeptPlans int
+	// Moves counts the stops of jobs that the same plan started again, which skipped the
+	// queues (written nowhere).
+	Moves int
 }
 
 // JobResult is one row of jobs.csv.
@@ -137,7 +140,7 @@ func quantile(sorted []time.Duration, q float64) time.Duration {
 }
 
 func (e *engine) result() *Result {
-	r := &Result{Jobs: make([]JobResult, len(e.jobs)), PairLookups: e.env.Lookups(), KeptPlans: e.kept}
+	r := &Result{Jobs: make([]JobResult, len(e.jobs)), PairLookups: e.env.Lookups(), KeptPlans: e.kept, Moves: e.moves}
 	jcts := make([]time.Duration, len(e.jobs))
 	var sumJCT, sumQueue float64 // seconds: nanosecond sums overflow on Philly-scale traces
 	makespan, pre := time.Duration(0), 0
