@@ -171,37 +171,42 @@ type Tag struct {
 	Mem     int64
 }
 
-// Job is a trace job with its simulation state. Fields below Options are owned by the engine.
+// Job is a trace job with its simulation state. Options, Fast, GC, Family and Size are set
+// when the run begins; Idx, K and the running state are owned by the engine.
+//
+// The fields are laid out for the walks' and the engine's loads: a run keeps its jobs in one
+// array, 256 bytes apart, and the remaining time of a running job (P, Xi, Opt, Running, then
+// Options) lies in its first two cache lines, the rank and shape of a pending job (K, Family,
+// Size, then ID, Submit, GPUs and On) in the next.
 type Job struct {
-	trace.Job
+	P       Progress
+	Xi      float64 // current slowdown (≥ 1) while running
+	Opt     int     // option of the current or last placement
+	Running bool
+	Done    bool // finished
+	Started bool // has run at least once
+	// Idx is the job's index in the engine's arrival-ordered job list.
+	Idx int32
 	// Options lists the feasible sub-batch configurations (those that fit on an idle GPU),
 	// largest sub-batch first.
 	Options []Option
 	// Fast indexes the option with the shortest exclusive step time (ties: the larger
 	// sub-batch): the one a job runs at alone, and the one its waiting time is counted at.
 	Fast int
-	// GC is the GPU-count class of the job in Env's slowdown matrices.
-	GC int
+	// K is the job's key when it entered the pending queue.
+	K Key
 	// Family groups jobs with the same options and GPU count: whether such jobs can be placed
 	// depends on the cluster and, at most, monotonically on their remaining work.
 	Family int
 	// Size indexes State.Sizes: the job's GPU count.
 	Size int
-	// Idx is the job's index in the engine's arrival-ordered job list (engine-owned).
-	Idx int32
-	// K is the job's key when it entered the pending queue (engine-owned).
-	K Key
-
-	Running  bool
-	Done     bool          // finished
-	Started  bool          // has run at least once
-	On       []int         // flat GPU indices while running
-	Opt      int           // option of the current or last placement
-	Xi       float64       // current slowdown (≥ 1) while running
+	On   []int // flat GPU indices while running
+	trace.Job
+	// GC is the GPU-count class of the job in Env's slowdown matrices.
+	GC       int
 	Preempts int           // times preempted
 	Since    time.Duration // when the job last entered its current state (pending or running)
 	LastRun  time.Duration // when it last stopped running; 0 if never
-	P        Progress
 }
 
 // Progress is the engine's lazily advanced progress of a job: at time At the job had Rem
