@@ -7,8 +7,8 @@ import (
 
 // TestJobLayout keeps Job's layout as its comment says: a whole number of 64-byte cache lines,
 // so that the jobs of a run's array start on line boundaries, with a running job's remaining
-// time (RemTime) in the first two lines and the fields that rank and place a pending job in the
-// two after.
+// time (RemTime) in the first two lines and the fields that rank and place a pending job by the
+// end of the third.
 func TestJobLayout(t *testing.T) {
 	var j Job
 	if size := unsafe.Sizeof(j); size%64 != 0 {

@@ -175,9 +175,9 @@ type Tag struct {
 // when the run begins; Idx, K and the running state are owned by the engine.
 //
 // The fields are laid out for the walks' and the engine's loads: a run keeps its jobs in one
-// array, 256 bytes apart, and the remaining time of a running job (P, Xi, Opt, Running, then
-// Options) lies in its first two cache lines, the rank and shape of a pending job (K, Family,
-// Size, then ID, Submit, GPUs and On) in the next.
+// array, a whole number of cache lines apart, and the remaining time of a running job (P, Xi,
+// Opt, Running, then Options) lies in its first two 64-byte lines, the rank and shape of a
+// pending job (K, Family, Size, On, then ID, Submit and GPUs) in its second and third.
 type Job struct {
 	P       Progress
 	Xi      float64 // current slowdown (≥ 1) while running

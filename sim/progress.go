@@ -58,9 +58,15 @@ func (e *engine) markMoves(starts []policy.Placement) {
 	}
 }
 
-// clearMoves clears the marks markMoves left, also those of a plan that apply rejected.
+// clearMoves clears the marks markMoves left. A plan that apply rejected may leave a marked job
+// stopped and not started again: it goes to the pending queues and loses its completion, as a
+// stop without a start does, so that the engine stays whole after the error.
 func (e *engine) clearMoves() {
 	for _, i := range e.movers {
+		if e.moving[i] && !e.jobs[i].Running {
+			e.q.retire(i)
+			e.enqueue(i)
+		}
 		e.moving[i] = false
 	}
 	e.movers = e.movers[:0]
@@ -336,10 +342,10 @@ func (e *engine) apply(plan policy.Plan, placed bool) error {
 			return fmt.Errorf("sim: policy %s: job %d: stop of a job that is not running", name, id)
 		}
 		j, i := jj, jj.Idx
-		// A job the plan starts again elsewhere (a victim that moves) would leave the pending
-		// queues and its completion the event queue only to come back at its start: it keeps
-		// its completion, which the start predicts again in place, and skips the queues. The
-		// queues, their order and the events' order are the same.
+		// A job the plan starts again (a victim that moves) would leave the pending queues and
+		// its completion the event queue only to come back at its start: it keeps its
+		// completion, if any, which the start predicts again in place, and skips the queues.
+		// The queues, their order and the events' order are the same.
 		moves := e.moving[i]
 		var ps []*policy.Job // partners: none when placed (no GPU was shared)
 		if placed {

@@ -256,21 +256,8 @@ func eachVariantCase(f func(seed uint64, spec string)) {
 // (reflects) changes nothing: on random cases, every policy above gives the same decision log
 // and results when apply redoes every plan on the cluster as it was before the call instead.
 func TestKeptPlansAsRedone(t *testing.T) {
-	kept := 0
-	eachVariantCase(func(seed uint64, spec string) {
-		log, res, r := runVariant(t, seed, spec, func(*Config) {})
-		kept += r.KeptPlans
-		redoLog, redoRes, redone := runVariant(t, seed, spec, func(c *Config) { c.redo = true })
-		if redone.KeptPlans != 0 {
-			t.Fatalf("seed %d %s: %d plans kept although every plan is to be redone", seed, spec, redone.KeptPlans)
-		}
-		if log != redoLog || res != redoRes {
-			t.Fatalf("seed %d %s: keeping the policy's placements changed the run:\n%s\n-- redone --\n%s", seed, spec, log, redoLog)
-		}
-	})
-	if kept == 0 {
-		t.Fatal("no plan was kept: the test compares nothing")
-	}
+	sameWithout(t, "kept the policy's placements as its plan", func(c *Config) { c.redo = true },
+		func(r *Result) int { return r.KeptPlans })
 }
 
 // TestMovesAsQueued checks that a job a plan stops and starts again (a victim that moves)
@@ -278,20 +265,29 @@ func TestKeptPlansAsRedone(t *testing.T) {
 // cases, every policy above gives the same decision log and results when such jobs go through
 // the queues instead.
 func TestMovesAsQueued(t *testing.T) {
-	moves := 0
+	sameWithout(t, "moved a job past the queues", func(c *Config) { c.queueMoves = true },
+		func(r *Result) int { return r.Moves })
+}
+
+// sameWithout runs every policy above on the random cases with a shortcut of the engine and
+// without it (off turns it off; used counts a run's uses of it, what names them): the decision
+// logs and the results must be the same, a run without it must not use it, and some run must.
+func sameWithout(t *testing.T, what string, off func(*Config), used func(*Result) int) {
+	t.Helper()
+	uses := 0
 	eachVariantCase(func(seed uint64, spec string) {
 		log, res, r := runVariant(t, seed, spec, func(*Config) {})
-		moves += r.Moves
-		qLog, qRes, queued := runVariant(t, seed, spec, func(c *Config) { c.queueMoves = true })
-		if queued.Moves != 0 {
-			t.Fatalf("seed %d %s: %d moves skipped the queues although every one is to be queued", seed, spec, queued.Moves)
+		uses += used(r)
+		offLog, offRes, o := runVariant(t, seed, spec, off)
+		if n := used(o); n != 0 {
+			t.Fatalf("seed %d %s: %s %d times with the shortcut off", seed, spec, what, n)
 		}
-		if log != qLog || res != qRes {
-			t.Fatalf("seed %d %s: moves that skip the queues changed the run:\n%s\n-- queued --\n%s", seed, spec, log, qLog)
+		if log != offLog || res != offRes {
+			t.Fatalf("seed %d %s: the run that %s differs:\n%s\n-- without --\n%s", seed, spec, what, log, offLog)
 		}
 	})
-	if moves == 0 {
-		t.Fatal("no job moved: the test compares nothing")
+	if uses == 0 {
+		t.Fatalf("no run %s: the test compares nothing", what)
 	}
 }
 
@@ -410,4 +406,42 @@ func FuzzRun(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestRejectedMoveRequeued checks that a plan apply rejects after it stopped a job that the plan
+// starts again leaves the job as a stop without a start does: pending in the queues, with no
+// completion left.
+func TestRejectedMoveRequeued(t *testing.T) {
+	p, err := policy.Builtin().New("fifo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs := []trace.Job{
+		{ID: 1, Model: "a", Batch: 32, GPUs: 1, Iters: 100, IterTime: time.Second},
+		{ID: 2, Model: "a", Batch: 32, GPUs: 1, Iters: 100, IterTime: time.Second},
+	}
+	shape := cluster.Shape{Nodes: 1, GPUsPerNode: 2, GPUMemBytes: cluster.GiB, MaxShare: 1}
+	e, err := newEngine(Config{Shape: shape, TraceName: "x"}, jobs, p, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range e.jobs {
+		e.arrive(int32(i))
+	}
+	e.next = len(e.jobs)
+	if err := e.apply(policy.Plan{Start: []policy.Placement{{Job: 1, GPUs: []int{0}}}}, false); err != nil {
+		t.Fatal(err)
+	}
+	// Job 1 moves to GPU 1, but the start before it names an option job 2 lacks.
+	bad := policy.Plan{Stop: []trace.JobID{1}, Start: []policy.Placement{{Job: 2, GPUs: []int{1}, Opt: 7}, {Job: 1, GPUs: []int{1}}}}
+	if err := e.apply(bad, false); err == nil {
+		t.Fatal("a plan with an option out of range was applied")
+	}
+	j := e.lookup(1)
+	if j.Running || e.q.pos[j.Idx] >= 0 || e.moving[j.Idx] || len(e.movers) > 0 {
+		t.Fatalf("job 1 after the rejected plan: running %v, completion at %d, marked %v", j.Running, e.q.pos[j.Idx], e.moving[j.Idx])
+	}
+	if !slices.Contains(slices.Collect(e.pend.All()), j) || !slices.Contains(slices.Collect(e.fam[j.Family].All()), j) {
+		t.Fatal("job 1 is not back in the pending queues")
+	}
 }
