@@ -331,11 +331,18 @@ func (e *engine) apply(plan policy.Plan, placed bool) error {
 		e.emit(Event{T: e.now, Kind: Kind(n.Event), Job: n.Job, Reason: n.Reason})
 	}
 	buf := e.partnered[:0]
-	defer func() { e.partnered = buf }()
-	if len(plan.Stop) > 0 && len(plan.Start) > 0 && !e.cfg.queueMoves {
+	moves := len(plan.Stop) > 0 && len(plan.Start) > 0 && !e.cfg.queueMoves
+	if moves {
 		e.markMoves(plan.Start)
-		defer e.clearMoves()
 	}
+	// One defer: with a second, the compiler no longer open-codes them in a function of this
+	// many returns, and every call would pay the runtime's defer records.
+	defer func() {
+		e.partnered = buf
+		if moves {
+			e.clearMoves()
+		}
+	}()
 	for _, id := range plan.Stop {
 		jj := e.lookup(id)
 		if jj == nil || !jj.Running {
@@ -346,7 +353,7 @@ func (e *engine) apply(plan policy.Plan, placed bool) error {
 		// its completion the event queue only to come back at its start: it keeps its
 		// completion, if any, which the start predicts again in place, and skips the queues.
 		// The queues, their order and the events' order are the same.
-		moves := e.moving[i]
+		moved := e.moving[i]
 		var ps []*policy.Job // partners: none when placed (no GPU was shared)
 		if placed {
 			e.settle(i)
@@ -357,11 +364,11 @@ func (e *engine) apply(plan policy.Plan, placed bool) error {
 				return fmt.Errorf("sim: policy %s: job %d: %w", name, id, err)
 			}
 		}
-		e.stopRunning(j, moves)
+		e.stopRunning(j, moved)
 		j.Preempts++
 		j.P.Overhead = 0
 		e.emit(Event{T: e.now, Kind: Preempt, Job: id})
-		if moves {
+		if moved {
 			e.moves++
 			e.rekeyOnly(j)
 		} else {
