@@ -445,3 +445,35 @@ func TestRejectedMoveRequeued(t *testing.T) {
 		t.Fatal("job 1 is not back in the pending queues")
 	}
 }
+
+// TestMovedJobRekeyed checks that a job a plan moves gets the key it would have entered the
+// pending queues with at its stop, as a job that went through them does.
+func TestMovedJobRekeyed(t *testing.T) {
+	p, err := policy.Builtin().New("sjf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs := []trace.Job{{ID: 1, Model: "a", Batch: 32, GPUs: 1, Iters: 100, IterTime: time.Second}}
+	shape := cluster.Shape{Nodes: 1, GPUsPerNode: 2, GPUMemBytes: cluster.GiB, MaxShare: 1}
+	e, err := newEngine(Config{Shape: shape, TraceName: "x"}, jobs, p, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.arrive(0)
+	e.next = 1
+	if err := e.apply(policy.Plan{Start: []policy.Placement{{Job: 1, GPUs: []int{0}}}}, false); err != nil {
+		t.Fatal(err)
+	}
+	j := e.lookup(1)
+	arrived := j.K
+	e.advance(40 * time.Second)
+	if err := e.apply(policy.Plan{Stop: []trace.JobID{1}, Start: []policy.Placement{{Job: 1, GPUs: []int{1}}}}, false); err != nil {
+		t.Fatal(err)
+	}
+	if e.moves != 1 || !j.Running || j.On[0] != 1 {
+		t.Fatalf("the plan did not move job 1: moves %d, running %v on %v", e.moves, j.Running, j.On)
+	}
+	if want := e.keyer.Key(j); j.K != want || j.K == arrived {
+		t.Fatalf("moved job's key %v, want %v (its key at arrival: %v)", j.K, want, arrived)
+	}
+}
