@@ -147,13 +147,24 @@ func Simulate(ctx context.Context, spec SimSpec, out string, decisions bool) (*s
 }
 
 // CheckModels returns trace.CheckModels' error for the first job whose model, renamed through
-// the model map (nil: none), the profile does not know. It copies no job.
+// the model map (nil: none), the profile does not know. It copies no job, and checks each
+// model and batch once (a trace repeats a few of them over all its jobs).
 func CheckModels(jobs []trace.Job, file string, prof *profile.Table, mm *profile.ModelMap) error {
 	known := prof.ModelNames()
+	type modelBatch struct {
+		model string
+		batch int
+	}
+	checked := make(map[modelBatch]bool)
 	for _, j := range jobs {
+		k := modelBatch{j.Model, j.Batch}
+		if checked[k] {
+			continue
+		}
 		if j.Model, _ = mm.Resolve(j.Model, j.Batch); !slices.Contains(known, j.Model) {
 			return fmt.Errorf("%w (use --model-map to map trace models onto the profile)", trace.CheckModels([]trace.Job{j}, file, known))
 		}
+		checked[k] = true
 	}
 	return nil
 }

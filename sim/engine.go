@@ -193,7 +193,7 @@ func newEngine(cfg Config, jobs []trace.Job, p policy.Policy, prof *profile.Tabl
 		if t.Submit > Horizon {
 			return nil, fmt.Errorf("sim: %s: %s", where(cfg.TraceName, t), simtime.ErrBeyond("submits after", t.Submit))
 		}
-		j, err := s.job(t, cfg.TraceName)
+		j, rs, err := s.job(t, cfg.TraceName)
 		if err != nil {
 			return nil, fmt.Errorf("sim: %w", err)
 		}
@@ -206,14 +206,11 @@ func newEngine(cfg Config, jobs []trace.Job, p policy.Policy, prof *profile.Tabl
 			return nil, fmt.Errorf("sim: %s: %d × %s per step (%s) %s", where(cfg.TraceName, t), t.Iters,
 				simtime.Format(j.Options[j.Fast].Excl), s.names[j.Options[j.Fast].Cfg], simtime.ErrBeyond("ends after", end))
 		}
-		m, _ := cfg.ModelMap.Resolve(t.Model, t.Batch)
-		var src string
-		e.stats[i].restart, src = cfg.Restart.restartOf(prof, t.Model, m, t.GPUs)
-		if cfg.Restart.Source != RestartOff {
-			restartSrc[src]++
-		}
-		if cfg.OverheadEveryEvent {
-			e.stats[i].eventLoss, _ = profile.LineageRestart(t.Model, t.GPUs)
+		e.stats[i].restart, e.stats[i].eventLoss = rs.cost, rs.loss
+	}
+	if cfg.Restart.Source != RestartOff {
+		for _, r := range s.restarts {
+			restartSrc[r.src] += r.jobs
 		}
 	}
 	slices.SortFunc(e.byIDs, func(a, b int32) int { return cmp.Compare(e.jobs[a].ID, e.jobs[b].ID) })

@@ -35,6 +35,17 @@ type setup struct {
 	// slab holds the jobs, allocated together; its capacity is the number of jobs, so that
 	// pointers into it stay valid.
 	slab []policy.Job
+	// restarts lists the cache entries' restart costs, for the run's note on their sources.
+	restarts []*restartEntry
+}
+
+// restartEntry holds the restart cost after a preemption (and the lineage's per-event loss)
+// of the jobs of a cache entry, which depend only on their trace model, batch and GPU count,
+// and counts those jobs.
+type restartEntry struct {
+	cost, loss time.Duration
+	src        string
+	jobs       int
 }
 
 // alloc returns a new zero job from the slab (or the heap once the slab is full).
@@ -86,10 +97,11 @@ type optEntry struct {
 	gc      int
 	family  int
 	memNote string // where the memory figure came from, when the profile has none
+	restart *restartEntry
 }
 
-// job builds the simulation job for t.
-func (s *setup) job(t trace.Job, file string) (*policy.Job, error) {
+// job builds the simulation job for t, and returns its restart costs.
+func (s *setup) job(t trace.Job, file string) (*policy.Job, *restartEntry, error) {
 	key := optKey{t.Model, t.Batch, t.GPUs, t.IterTime}
 	if e, ok := s.cache[key]; ok {
 		j := s.alloc()
@@ -101,17 +113,25 @@ func (s *setup) job(t trace.Job, file string) (*policy.Job, error) {
 		if e.memNote != "" {
 			s.memSrc[e.memNote]++
 		}
-		return j, nil
+		e.restart.jobs++
+		return j, e.restart, nil
 	}
 	j, note, err := s.build(t, file)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if note != "" {
 		s.memSrc[note]++
 	}
-	s.cache[key] = optEntry{j.Options, j.Fast, j.GC, j.Family, note}
-	return j, nil
+	model, _ := s.cfg.ModelMap.Resolve(t.Model, t.Batch)
+	r := &restartEntry{jobs: 1}
+	r.cost, r.src = s.cfg.Restart.restartOf(s.prof, t.Model, model, t.GPUs)
+	if s.cfg.OverheadEveryEvent {
+		r.loss, _ = profile.LineageRestart(t.Model, t.GPUs)
+	}
+	s.restarts = append(s.restarts, r)
+	s.cache[key] = optEntry{j.Options, j.Fast, j.GC, j.Family, note, r}
+	return j, r, nil
 }
 
 // build resolves t's model and options from the model map, the profile and the trace. A
