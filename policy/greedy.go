@@ -143,7 +143,8 @@ type ranked struct {
 	j *Job
 	k Key
 	// at is when k was exact; in the items of a drain set, a bound on the job's finish time
-	// instead (finishBound).
+	// instead (finishBound). Entries that runSet.lowest hands out keep their item's at, which
+	// nothing reads.
 	at  time.Duration
 	sub time.Duration // j.Submit and j.ID, for comparisons without loading j
 	id  trace.JobID
@@ -179,14 +180,11 @@ func (g *greedy) free() int {
 
 // below reports whether a running job ranks below (k, j) and so could be preempted for it.
 func (g *greedy) below(k Key, j *Job) bool {
-	var r ranked
+	var r *ranked
 	if len(g.low) > 0 {
-		r = g.low[0]
-	} else {
-		var ok bool
-		if r, ok = g.rs.lowest(g.s.Now, g.runKey); !ok {
-			return false
-		}
+		r = &g.low[0]
+	} else if r = g.rs.lowest(g.runKey); r == nil {
+		return false
 	}
 	return Compare(r.k, r.j, k, j) > 0
 }
@@ -739,14 +737,14 @@ func (g *greedy) attempt(j *Job, jk Key, v int) (ok, changed bool, err error) {
 		// GPUs and a node of the last victim has the part of j it needs.
 		lazy, part := g.lazyOn(), yarnPart(j.GPUs, cl.Shape().GPUsPerNode)
 		for !ok {
-			r, any := g.rs.lowest(g.s.Now, g.runKey)
-			if !any || Compare(r.k, r.j, jk, j) <= 0 {
+			r := g.rs.lowest(g.runKey)
+			if r == nil || Compare(r.k, r.j, jk, j) <= 0 {
 				break
 			}
 			if n := g.earlySkip(); n > 0 {
 				// As many rounds of the set-aside branch below: only the first one's matters.
 				if len(g.low) == 0 {
-					g.low = append(g.low, r)
+					g.low = append(g.low, *r)
 				}
 				g.rs.skip(n)
 				g.earlySkips += n
@@ -754,7 +752,7 @@ func (g *greedy) attempt(j *Job, jk Key, v int) (ok, changed bool, err error) {
 			}
 			g.rs.take()
 			if r.j.RemIters(g.s.Now) <= minVictimIters || g.hostsPlanned(r.j) {
-				g.low = append(g.low, r)
+				g.low = append(g.low, *r)
 				continue
 			}
 			if lazy {
@@ -769,7 +767,7 @@ func (g *greedy) attempt(j *Job, jk Key, v int) (ok, changed bool, err error) {
 				if err := cl.Release(r.j.ID); err != nil {
 					return false, false, fmt.Errorf("policy %s: preempt job %d: %w", g.name, r.j.ID, err)
 				}
-				g.victims = append(g.victims, victim{ranked: r})
+				g.victims = append(g.victims, victim{ranked: *r})
 			}
 			if j.GPUs <= g.free() && !(failed && g.yarnStill(j, r.j)) {
 				if ok, err = g.try(j, v); err != nil {

@@ -81,7 +81,7 @@ func (z *lazyState) level(k, nd int, on bool) {
 
 // lazyRelease preempts r on paper, and reports whether one of its nodes now has at least part
 // GPUs idle in T.
-func (g *greedy) lazyRelease(r ranked, part int) bool {
+func (g *greedy) lazyRelease(r *ranked, part int) bool {
 	z := &g.lz
 	cl := g.s.Cluster
 	if z.extra == nil {
@@ -94,7 +94,7 @@ func (g *greedy) lazyRelease(r ranked, part int) bool {
 	if z.n == 0 {
 		z.first = len(g.victims)
 	}
-	g.victims = append(g.victims, victim{ranked: r, lazy: true})
+	g.victims = append(g.victims, victim{ranked: *r, lazy: true})
 	z.n++
 	z.free += len(r.j.On)
 	reach := false

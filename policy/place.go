@@ -349,7 +349,7 @@ type tagPair struct {
 // remTime returns the resident's remaining time in seconds at now, exactly as RemTime does.
 func (sl *solo) remTime(call uint32, now time.Duration) float64 {
 	if sl.at != call {
-		sl.at, sl.etc = call, runRemTime(&sl.p, sl.excl, sl.xi, now).Seconds()
+		sl.at, sl.etc = call, runRemTime(sl.p.RemAt(now), sl.excl, sl.xi).Seconds()
 	}
 	return sl.etc
 }

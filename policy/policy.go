@@ -282,15 +282,25 @@ func (j *Job) IterTime() time.Duration {
 func (j *Job) RemTime(now time.Duration) time.Duration {
 	// In seconds, then nanoseconds: the same float operations as ever, so the same keys.
 	if j.Running {
-		return runRemTime(&j.P, j.Options[j.Opt].Excl, j.Xi, now)
+		return runRemTime(j.P.RemAt(now), j.Options[j.Opt].Excl, j.Xi)
 	}
 	return simtime.FromNonNegNanos(j.P.Rem * float64(j.Options[j.Fast].Excl) / 1e9 * 1e9)
 }
 
-// runRemTime is RemTime of a running job with progress p, exclusive iteration time excl and
-// slowdown xi: the one expression, which the share scan's copies of running jobs use too.
-func runRemTime(p *Progress, excl time.Duration, xi float64, now time.Duration) time.Duration {
-	return simtime.FromNonNegNanos(p.RemAt(now) * float64(excl) * xi / 1e9 * 1e9)
+// runRemTime is RemTime of a running job with iters iterations left, exclusive iteration time
+// excl and slowdown xi: the one expression, which the share scan's copies of running jobs use too.
+func runRemTime(iters float64, excl time.Duration, xi float64) time.Duration {
+	return simtime.FromNonNegNanos(iters * float64(excl) * xi / 1e9 * 1e9)
+}
+
+// remKeyIters returns runRemKey's key of j at now and the iterations j has left (RemIters), from
+// one RemAt when j runs.
+func (j *Job) remKeyIters(now time.Duration) (Key, float64) {
+	if !j.Running {
+		return Key{A: j.RemTime(now).Seconds()}, j.P.Rem
+	}
+	iters := j.P.RemAt(now)
+	return Key{A: runRemTime(iters, j.Options[j.Opt].Excl, j.Xi).Seconds()}, iters
 }
 
 // seconds converts float seconds to a Duration, saturating beyond the int64 range.

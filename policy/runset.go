@@ -28,7 +28,7 @@ type runSet struct {
 	where []int32 // by Job.Idx: index in items (fixed: slot), -1 if absent
 	front []fentry
 	pool  []ranked      // the frontier entries' jobs and keys, by fentry.slot (one call's)
-	drain bool          // the keys are remaining times (runRemKey)
+	drain bool          // the keys are remaining times (runRemKey, which lowest calls itself)
 	now   time.Duration // the call's
 	fixedSet
 }
@@ -275,10 +275,14 @@ func (r *runSet) expand(i int32) {
 	}
 }
 
-// lowest returns the lowest-priority job not taken out in this call, with its exact key.
-func (r *runSet) lowest(now time.Duration, key func(*Job) Key) (ranked, bool) {
+// lowest returns the lowest-priority job not taken out in this call, with its exact key, or nil.
+// The entry is the set's own, valid until the next lowest, start or putBack: callers copy what
+// they keep. Its at is left as it was (no one reads at once the key is exact): a copy stamped
+// with the call's time cost two more copies of the entry at every victim (sjf, 10^5 jobs: 1%
+// of the instructions).
+func (r *runSet) lowest(key func(*Job) Key) *ranked {
 	if r.fixed {
-		return r.fixedLowest(now)
+		return r.fixedLowest()
 	}
 	for len(r.front) > 0 {
 		top := &r.front[0]
@@ -286,7 +290,12 @@ func (r *runSet) lowest(now time.Duration, key func(*Job) Key) (ranked, bool) {
 		if !top.exact() {
 			// Its exact key is at most its bound: it stays on top if they are equal, else it
 			// sinks; its children, bounded by it, join the frontier either way.
-			k := key(x.j)
+			var k Key
+			if r.drain {
+				k = runRemKey(r.now)(x.j) // inlined: no call through key at every victim
+			} else {
+				k = key(x.j)
+			}
 			i := top.item()
 			top.ix |= 1
 			if k != x.k || r.drain {
@@ -296,11 +305,9 @@ func (r *runSet) lowest(now time.Duration, key func(*Job) Key) (ranked, bool) {
 			r.expand(i)
 			continue
 		}
-		y := *x
-		y.at = now
-		return y, true
+		return x
 	}
-	return ranked{}, false
+	return nil
 }
 
 // take takes the job lowest returned out of the set for the rest of the call.

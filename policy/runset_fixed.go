@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"time"
 )
 
 // fixedSet is runSet for fixed keys: the running jobs in a list sorted lowest priority first.
@@ -76,16 +75,14 @@ func (r *runSet) fixedStart() {
 	r.cursor = 0
 }
 
-func (r *runSet) fixedLowest(now time.Duration) (ranked, bool) {
+func (r *runSet) fixedLowest() *ranked {
 	for r.cursor < len(r.order) && r.out[r.order[r.cursor]] == r.call {
 		r.cursor++
 	}
 	if r.cursor == len(r.order) {
-		return ranked{}, false
+		return nil
 	}
-	x := r.ent[r.order[r.cursor]]
-	x.at = now
-	return x, true
+	return &r.ent[r.order[r.cursor]]
 }
 
 // fixedTake takes out the job fixedLowest returned.

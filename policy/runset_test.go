@@ -189,12 +189,11 @@ func walkBoth(t *testing.T, rng *rand.Rand, call int, now time.Duration, key fun
 	x.start(now, key)
 	var taken []ranked
 	for step := 0; ; step++ {
-		a, okA := ref.lowest(now, key)
-		b, okB := x.lowest(now, key)
-		if okA != okB || okA && (a.j != b.j || a.k != b.k) {
-			t.Fatalf("call %d, step %d: lowest %v %v %v, reference %v %v %v", call, step, b.id, b.k, okB, a.id, a.k, okA)
+		a, b := ref.lowest(key), x.lowest(key)
+		if (a == nil) != (b == nil) || a != nil && (a.j != b.j || a.k != b.k) {
+			t.Fatalf("call %d, step %d: lowest %v, reference %v", call, step, b, a)
 		}
-		if !okA {
+		if a == nil {
 			return
 		}
 		if len(taken) > 0 && rng.IntN(6) == 0 {
@@ -208,7 +207,7 @@ func walkBoth(t *testing.T, rng *rand.Rand, call int, now time.Duration, key fun
 		ref.take()
 		x.take()
 		if rng.IntN(2) == 0 {
-			taken = append(taken, a)
+			taken = append(taken, *a)
 		}
 	}
 }

@@ -48,11 +48,12 @@ type remState struct {
 	wait []ranked
 	gen  uint32 // inL's stamp of the current l
 	// call counts the calls; started[j.Idx] is the call that started j last, inL[j.Idx] the gen
-	// of the l that holds j (or held it: dropping j from l keeps the stamp).
+	// of the l that holds j (or held it: dropping j from l keeps the stamp) if the walk that
+	// made l started j; remSkip looks up no other job.
 	call     uint32
 	started  []uint32
 	inL      []uint32
-	placed   []ranked // this call's placements in walk order, with the walk's keys
+	placed   []placed // this call's placements in walk order, with the walk's keys
 	answered bool     // the shortcut answered this call
 	// reordered counts the calls that walked because L's order changed, rounded those that
 	// walked because a key changed its form, packed the jobs that the shortcut left in place
@@ -149,7 +150,8 @@ func (g *greedy) remSkip(s *State) bool {
 		var prev *Job
 		var pk Key
 		for i, j := range r.l {
-			if k := g.runKey(j); takes(j, k) {
+			// runKey and takes, with one RemAt (drain: runKey is runRemKey).
+			if k, iters := j.remKeyIters(now); iters > minVictimIters && Compare(k, j, w.K, w) > 0 {
 				if Compare(k, j, r.lk[i], j) > 0 {
 					r.rounded++
 					return false // it ranks lower than in the walk: a waiting job may pass it
@@ -201,10 +203,17 @@ func (g *greedy) placeAllArrivals(arr []*Job) bool {
 	return true
 }
 
+// placed is a placement of the walk: job j, its key k in the walk, and whether it starts j.
+type placed struct {
+	j     *Job
+	k     Key
+	start bool
+}
+
 // remPlaced notes, during a walk, a placement of j (key k in the walk); start: it starts j.
 func (g *greedy) remPlaced(j *Job, k Key, start bool) {
 	r := &g.rem
-	r.placed = append(r.placed, ranked{j: j, k: k})
+	r.placed = append(r.placed, placed{j, k, start})
 	if start {
 		r.started[j.Idx] = r.call
 	}
@@ -245,7 +254,11 @@ func (g *greedy) remSettle(s *State) {
 		for _, x := range r.placed {
 			if Compare(x.k, x.j, wk, w) > 0 {
 				l, lk = append(l, x.j), append(lk, x.k)
-				r.inL[x.j.Idx] = r.gen
+				if x.start {
+					// inL is read only for the next call's re-rated jobs, this call's starts
+					// (remQuiet): a job of L that stays where it was needs no stamp.
+					r.inL[x.j.Idx] = r.gen
+				}
 			}
 		}
 	}
