@@ -169,6 +169,24 @@ type victim struct {
 	lazy      bool // still on its GPUs (lazyvictims.go)
 }
 
+// remIters returns RemIters of running job j at the call's time, which runSet.lowest has mostly
+// just computed with j's key: a second RemAt made every victim wait on a division again.
+func (g *greedy) remIters(j *Job) float64 {
+	if g.rs.lastJ == j {
+		return g.rs.lastIters
+	}
+	return j.RemIters(g.s.Now)
+}
+
+// addVictim appends victim r, lazy or not, field by field in place: a victim built on the stack,
+// or copied whole from an entry whose key runSet.lowest had just written, was read back across
+// narrower stores, and every victim waited on them.
+func (g *greedy) addVictim(r *ranked, lazy bool) {
+	g.victims = append(g.victims, victim{})
+	v := &g.victims[len(g.victims)-1]
+	v.j, v.k, v.at, v.sub, v.id, v.lazy = r.j, r.k, r.at, r.sub, r.id, lazy
+}
+
 // free returns the GPUs a job could use without preempting: idle ones (lazy victims' among
 // them), or ones with room.
 func (g *greedy) free() int {
@@ -751,7 +769,7 @@ func (g *greedy) attempt(j *Job, jk Key, v int) (ok, changed bool, err error) {
 				continue
 			}
 			g.rs.take()
-			if r.j.RemIters(g.s.Now) <= minVictimIters || g.hostsPlanned(r.j) {
+			if g.remIters(r.j) <= minVictimIters || g.hostsPlanned(r.j) {
 				g.low = append(g.low, *r)
 				continue
 			}
@@ -767,7 +785,7 @@ func (g *greedy) attempt(j *Job, jk Key, v int) (ok, changed bool, err error) {
 				if err := cl.Release(r.j.ID); err != nil {
 					return false, false, fmt.Errorf("policy %s: preempt job %d: %w", g.name, r.j.ID, err)
 				}
-				g.victims = append(g.victims, victim{ranked: *r})
+				g.addVictim(r, false)
 			}
 			if j.GPUs <= g.free() && !(failed && g.yarnStill(j, r.j)) {
 				if ok, err = g.try(j, v); err != nil {

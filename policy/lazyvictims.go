@@ -94,7 +94,7 @@ func (g *greedy) lazyRelease(r *ranked, part int) bool {
 	if z.n == 0 {
 		z.first = len(g.victims)
 	}
-	g.victims = append(g.victims, victim{ranked: *r, lazy: true})
+	g.addVictim(r, true)
 	z.n++
 	z.free += len(r.j.On)
 	reach := false

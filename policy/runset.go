@@ -27,9 +27,13 @@ type runSet struct {
 	items []ranked
 	where []int32 // by Job.Idx: index in items (fixed: slot), -1 if absent
 	front []fentry
-	pool  []ranked      // the frontier entries' jobs and keys, by fentry.slot (one call's)
+	pool  []ranked      // the frontier entries' jobs and keys, by fentry.slot() (one call's)
 	drain bool          // the keys are remaining times (runRemKey, which lowest calls itself)
 	now   time.Duration // the call's
+	// lastJ is the job lowest computed a drain key of last in this call, and lastIters its
+	// iterations left at now, which the same RemAt gave (see remIters).
+	lastJ     *Job
+	lastIters float64
 	fixedSet
 }
 
@@ -206,15 +210,18 @@ func (r *runSet) clear() {
 // small entries that hold the first key, which decides most comparisons; the rest of the
 // entry stays in the pool.
 type fentry struct {
-	a    float64 // pool[slot].k.A
-	slot int32
-	// ix is the index in items (-1 for a job put back) times two, plus one if the key is exact:
-	// 16 bytes an entry, which the heap's moves copy.
-	ix int32
+	a float64 // pool[slot].k.A
+	// si holds the slot in pool (the high 32 bits) and the index in items (-1 for a job put
+	// back) times two, plus one if the key is exact (the low 32 bits): 16 bytes an entry, which
+	// the heap's moves copy. One word, not two int32 fields: the compiler stored those apart
+	// and loaded them as one word, which waited on both stores at every expand.
+	si uint64
 }
 
-func (e *fentry) item() int32 { return e.ix >> 1 }
-func (e *fentry) exact() bool { return e.ix&1 != 0 }
+func (e *fentry) slot() int32 { return int32(e.si >> 32) }
+func (e *fentry) item() int32 { return int32(uint32(e.si)) >> 1 }
+func (e *fentry) exact() bool { return e.si&1 != 0 }
+func (e *fentry) markExact()  { e.si |= 1 }
 
 // fnew makes a frontier entry for x.
 func (r *runSet) fnew(x ranked, i int32, exact bool) fentry {
@@ -226,12 +233,13 @@ func (r *runSet) fnew(x ranked, i int32, exact bool) fentry {
 	} else if r.drain {
 		a = boundA(x.at, r.now)
 	}
-	return fentry{a: a, slot: int32(len(r.pool) - 1), ix: ix}
+	return fentry{a: a, si: uint64(len(r.pool)-1)<<32 | uint64(uint32(ix))}
 }
 
 // start begins a call's walk at time now: it refreshes the top's bound until it is exact (which
 // keeps later calls' bounds tight) and seeds the frontier with it.
 func (r *runSet) start(now time.Duration, key func(*Job) Key) {
+	r.lastJ = nil // iterations left at an earlier call's time
 	if r.fixed {
 		r.fixedStart()
 		return
@@ -286,18 +294,20 @@ func (r *runSet) lowest(key func(*Job) Key) *ranked {
 	}
 	for len(r.front) > 0 {
 		top := &r.front[0]
-		x := &r.pool[top.slot]
+		x := &r.pool[top.slot()]
 		if !top.exact() {
 			// Its exact key is at most its bound: it stays on top if they are equal, else it
 			// sinks; its children, bounded by it, join the frontier either way.
 			var k Key
 			if r.drain {
-				k = runRemKey(r.now)(x.j) // inlined: no call through key at every victim
+				// runRemKey, without a call through key at every victim.
+				k, r.lastIters = x.j.remKeyIters(r.now)
+				r.lastJ = x.j
 			} else {
 				k = key(x.j)
 			}
 			i := top.item()
-			top.ix |= 1
+			top.markExact()
 			if k != x.k || r.drain {
 				x.k, top.a = k, k.A
 				r.fdown(0)
@@ -339,7 +349,7 @@ func (r *runSet) fbefore(x, y *fentry) bool {
 // fbefore inlines.
 //
 //go:noinline
-func (r *runSet) ftie(x, y *fentry) bool { return lower(&r.pool[x.slot], &r.pool[y.slot]) }
+func (r *runSet) ftie(x, y *fentry) bool { return lower(&r.pool[x.slot()], &r.pool[y.slot()]) }
 
 // fpush and fdown move a hole instead of swapping entries, which writes each entry once.
 func (r *runSet) fpush(e fentry) {
