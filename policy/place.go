@@ -929,8 +929,9 @@ func (p *placer) consolidated(j *Job, opt int, check bool) (gpus []int, partners
 // whole idle nodes plus one node for the remainder.
 func (p *placer) yarn(j *Job) []int {
 	cl := p.s.Cluster
-	sh := cl.Shape()
-	need, per := j.GPUs, sh.GPUsPerNode
+	// Not the whole shape: the compiler copied it twice, and the second copy waited on the
+	// first's stores at every placement.
+	need, per := j.GPUs, cl.Shape().GPUsPerNode
 	if cl.Idle() < need {
 		return nil
 	}
