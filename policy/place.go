@@ -426,16 +426,16 @@ func (p *placer) resident(id trace.JobID) (partner, error) {
 // it collects only idle GPUs and stops at need of them.
 func (p *placer) split(mem int64, need int, idleOnly bool) {
 	cl := p.s.Cluster
-	sh := cl.Shape()
+	per, maxShare := cl.Shape().GPUsPerNode, cl.Shape().MaxShare // not the whole shape (see yarn)
 	p.hp, p.lp = p.hp[:0], p.lp[:0]
 	set := cluster.WithOpen
 	if idleOnly {
 		set = cluster.WithIdle
 	}
 	cl.EachNode(set, func(n int) bool {
-		for g := n * sh.GPUsPerNode; g < (n+1)*sh.GPUsPerNode; g++ {
+		for g := n * per; g < (n+1)*per; g++ {
 			c := cl.Count(g)
-			if c >= sh.MaxShare || cl.FreeMem(g) < mem {
+			if c >= maxShare || cl.FreeMem(g) < mem {
 				continue
 			}
 			if c == 0 {
