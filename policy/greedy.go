@@ -142,9 +142,9 @@ var movedCap = 1 << 12
 type ranked struct {
 	j *Job
 	k Key
-	// at is when k was exact; in the items of a drain set, a bound on the job's finish time
-	// instead (finishBound). Entries that runSet.lowest hands out keep their item's at, which
-	// nothing reads.
+	// at is, in a runSet's items, when k was exact, or in a drain set's a bound on the job's
+	// finish time (finishBound). Copies of entries that runSet.lowest hands out (victims, low,
+	// the rem shortcut's wait) keep their item's at, which nothing reads.
 	at  time.Duration
 	sub time.Duration // j.Submit and j.ID, for comparisons without loading j
 	id  trace.JobID

@@ -28,7 +28,7 @@ type runSet struct {
 	where []int32 // by Job.Idx: index in items (fixed: slot), -1 if absent
 	front []fentry
 	pool  []ranked      // the frontier entries' jobs and keys, by fentry.slot() (one call's)
-	drain bool          // the keys are remaining times (runRemKey, which lowest calls itself)
+	drain bool          // the keys are remaining times (runRemKey's, which lowest computes itself)
 	now   time.Duration // the call's
 	// lastJ is the job lowest computed a drain key of last in this call, and lastIters its
 	// iterations left at now, which the same RemAt gave (see remIters).
@@ -284,10 +284,11 @@ func (r *runSet) expand(i int32) {
 }
 
 // lowest returns the lowest-priority job not taken out in this call, with its exact key, or nil.
-// The entry is the set's own, valid until the next lowest, start or putBack: callers copy what
-// they keep. Its at is left as it was (no one reads at once the key is exact): a copy stamped
-// with the call's time cost two more copies of the entry at every victim (sjf, 10^5 jobs: 1%
-// of the instructions).
+// The entry is the set's own, valid until the set next changes (lowest, start, putBack, or put
+// and remove between calls): callers copy what they keep. A drain set computes its keys itself
+// (runRemKey's, through remKeyIters) and ignores key. The entry's at is left as it was (no one
+// reads at once the key is exact): a copy stamped with the call's time cost two more copies of
+// the entry at every victim (sjf, 10^5 jobs: 1% of the instructions).
 func (r *runSet) lowest(key func(*Job) Key) *ranked {
 	if r.fixed {
 		return r.fixedLowest()
