@@ -961,7 +961,7 @@ func remKey(j *Job) Key { return Key{A: j.P.Rem * j.Options[j.Fast].Excl.Seconds
 
 // runRemKey is the SJF key of a running job: its remaining time at its current iteration time.
 func runRemKey(now time.Duration) func(*Job) Key {
-	return func(j *Job) Key { return Key{A: j.RemTime(now).Seconds()} }
+	return func(j *Job) Key { k, _ := j.remKeyIters(now); return k }
 }
 
 func submitKey(*Job) Key { return Key{} }

@@ -293,8 +293,8 @@ func runRemTime(iters float64, excl time.Duration, xi float64) time.Duration {
 	return simtime.FromNonNegNanos(iters * float64(excl) * xi / 1e9 * 1e9)
 }
 
-// remKeyIters returns runRemKey's key of j at now and the iterations j has left (RemIters), from
-// one RemAt when j runs.
+// remKeyIters returns j's SJF key as a running job at now (runRemKey's) and the iterations j
+// has left (RemIters), from one RemAt when j runs.
 func (j *Job) remKeyIters(now time.Duration) (Key, float64) {
 	if !j.Running {
 		return Key{A: j.RemTime(now).Seconds()}, j.P.Rem

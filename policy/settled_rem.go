@@ -116,12 +116,16 @@ func (g *greedy) remSkip(s *State) bool {
 		return false
 	}
 	now := s.Now
-	takes := func(j *Job, k Key) bool { // W would take running job j, of key k
-		return j.RemIters(now) > minVictimIters && Compare(k, j, w.K, w) > 0
+	// takes reports whether W would take running job j, of key k and iters iterations left.
+	takes := func(j *Job, k Key, iters float64) bool {
+		return iters > minVictimIters && Compare(k, j, w.K, w) > 0
 	}
 	if w != nil {
 		for _, j := range s.Rerated {
-			if r.inL[j.Idx] != r.gen && takes(j, g.runKey(j)) {
+			if r.inL[j.Idx] == r.gen {
+				continue
+			}
+			if k, iters := j.remKeyIters(now); takes(j, k, iters) { // runKey is runRemKey (drain)
 				r.rounded++
 				return false
 			}
@@ -150,8 +154,7 @@ func (g *greedy) remSkip(s *State) bool {
 		var prev *Job
 		var pk Key
 		for i, j := range r.l {
-			// runKey and takes, with one RemAt (drain: runKey is runRemKey).
-			if k, iters := j.remKeyIters(now); iters > minVictimIters && Compare(k, j, w.K, w) > 0 {
+			if k, iters := j.remKeyIters(now); takes(j, k, iters) {
 				if Compare(k, j, r.lk[i], j) > 0 {
 					r.rounded++
 					return false // it ranks lower than in the walk: a waiting job may pass it

@@ -33,15 +33,13 @@ func (e *engine) arrive(i int32) {
 // enqueue inserts job i into the pending queues at its place in the policy's order.
 func (e *engine) enqueue(i int32) {
 	j := e.jobs[i]
-	if e.keyer != nil {
-		j.K = e.keyer.Key(j)
-	}
+	e.rekeyOnly(j)
 	e.pend.Insert(j)
 	e.fam[j.Family].Insert(j)
 }
 
-// rekeyOnly sets the key job j would enter the pending queues with, for a job that moves (see
-// apply) and so never enters them.
+// rekeyOnly sets the key job j enters the pending queues with; apply calls it alone for a job
+// that moves, which never enters them.
 func (e *engine) rekeyOnly(j *policy.Job) {
 	if e.keyer != nil {
 		j.K = e.keyer.Key(j)
