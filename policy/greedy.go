@@ -522,8 +522,18 @@ func (g *greedy) setHead(f int, h *Job) *Job {
 func (g *greedy) merge() {
 	g.merging = true
 	g.merges++
+	// Without preemption the free GPUs only shrink during a call: a family that does not fit
+	// now never joins the heap (revive), and its next job is not looked up.
+	free := math.MaxInt
+	if !g.preempt {
+		free = g.free()
+	}
 	for f := range g.head {
 		g.cur[f] = Pos{}
+		if g.s.FamilyGPUs[f] > free {
+			g.head[f] = nil
+			continue
+		}
 		h := g.setHead(f, g.s.ByFamily[f].At(Pos{}))
 		// A family that still fails from an earlier call stays out of the heap (see revive).
 		if h != nil && g.keepFails {
