@@ -522,10 +522,11 @@ func (g *greedy) setHead(f int, h *Job) *Job {
 func (g *greedy) merge() {
 	g.merging = true
 	g.merges++
-	// Without preemption the free GPUs only shrink during a call: a family that does not fit
-	// now never joins the heap (revive), and its next job is not looked up.
+	// After phase 1 (always, without preemption) the free GPUs only shrink for the rest of the
+	// call: a family that does not fit now never joins the heap (revive), and its next job is
+	// not looked up.
 	free := math.MaxInt
-	if !g.preempt {
+	if !g.phase1 {
 		free = g.free()
 	}
 	for f := range g.head {
