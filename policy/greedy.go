@@ -90,7 +90,10 @@ type greedy struct {
 	cur     []Pos    // each family's next job in State.ByFamily, unless the family lags (below)
 	head    []*Job   // the job at cur, nil past the end
 	headK   []ranked // head's key, submission and ID, for the heap's comparisons
+	headI   []int32  // head's Idx, for the heap's comparisons when the queues are kept by index
 	heads   binHeap[int32]
+	// byKey and byIdx are the heap's orders: by headK, or by index for queues kept by index.
+	byKey, byIdx func(a, b int32) bool
 	// The walk position: the last job walked (pending or victim) and its key. A family that
 	// failed keeps its position until the cluster changes; it then lags behind the walk and
 	// jumps ahead when it reaches the heap's top.
@@ -368,13 +371,17 @@ func (g *greedy) walk() error {
 		g.cur = make([]Pos, nf)
 		g.head = make([]*Job, nf)
 		g.headK = make([]ranked, nf)
+		g.headI = make([]int32, nf)
 	}
 	g.lz.drop()
-	if g.heads.less == nil {
-		g.heads.less = func(a, b int32) bool {
-			// Compare on copies of the heads' keys (b ranks below a): the comparisons read no job.
-			return lower(&g.headK[b], &g.headK[a])
-		}
+	if g.byKey == nil {
+		// Compare on copies of the heads' keys (b ranks below a): the comparisons read no job.
+		g.byKey = func(a, b int32) bool { return lower(&g.headK[b], &g.headK[a]) }
+		// Pending jobs kept by index have the zero key: their order is that of their indices.
+		g.byIdx = func(a, b int32) bool { return g.headI[a] < g.headI[b] }
+	}
+	if g.heads.less = g.byKey; g.s.Pending.ix != nil {
+		g.heads.less = g.byIdx
 	}
 	g.walked, g.merging, g.skipped, g.scan = false, false, 0, Pos{}
 	g.soonNow = g.soon > 0
@@ -513,7 +520,7 @@ func (g *greedy) prune() {
 func (g *greedy) setHead(f int, h *Job) *Job {
 	g.head[f] = h
 	if h != nil {
-		g.headK[f] = ranked{k: h.K, sub: h.Submit, id: h.ID}
+		g.headK[f], g.headI[f] = ranked{k: h.K, sub: h.Submit, id: h.ID}, h.Idx
 	}
 	return h
 }
