@@ -88,7 +88,7 @@ type greedy struct {
 	soonNow bool
 	phase1  bool     // some running job may still rank below the walk (see walk)
 	cur     []Pos    // each family's next job in State.ByFamily, unless the family lags (below)
-	head    []*Job   // the job at cur, nil past the end
+	head    []*Job   // the job at cur, nil past the end or for a family merge left out
 	headK   []ranked // head's key, submission and ID, for the heap's comparisons
 	headI   []int32  // head's Idx, for the heap's comparisons when the queues are kept by index
 	heads   binHeap[int32]
@@ -426,8 +426,8 @@ const scanSkips = 32
 const soonWalks = 15
 
 // revive starts a new epoch after a change of the cluster: no family has failed in it, and the
-// merge, if on, takes every family with jobs ahead again (merge begins the same epoch again, and
-// leaves out the families that failed in it).
+// merge, if on, takes every family with jobs ahead again that may fit (merge begins the same
+// epoch again, and leaves out the families that failed in it).
 func (g *greedy) revive() {
 	g.epoch++
 	g.failed = math.MaxInt
@@ -525,13 +525,15 @@ func (g *greedy) setHead(f int, h *Job) *Job {
 	return h
 }
 
-// merge switches the walk from scanning State.Pending to merging the families.
+// merge switches the walk from scanning State.Pending to merging the families. A family left
+// out for its size keeps its earlier failure's log unchecked (failsStill): a later call checks
+// a longer one, which can only make it attempt the job instead.
 func (g *greedy) merge() {
 	g.merging = true
 	g.merges++
 	// After phase 1 (always, without preemption) the free GPUs only shrink for the rest of the
 	// call: a family that does not fit now never joins the heap (revive), and its next job is
-	// not looked up.
+	// not looked up, nor its earlier failure checked (above).
 	free := math.MaxInt
 	if !g.phase1 {
 		free = g.free()
