@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/sharebench/sharebench/policy"
+	"github.com/sharebench/sharebench/policy/walk"
 	"github.com/sharebench/sharebench/profile"
 	"github.com/sharebench/sharebench/sim"
 	"github.com/sharebench/sharebench/trace"
@@ -101,14 +102,14 @@ func memoGroupKey(r *RunSpec) string {
 	if r.Keep.DecisionsUpTo > 0 {
 		return ""
 	}
-	p, err := policy.Builtin().New(r.Policy)
+	p, err := walk.Builtin().New(r.Policy)
 	if err != nil {
 		return ""
 	}
 	if _, ok := p.(policy.Exclusive); !ok {
 		return ""
 	}
-	key, args, err := policy.Builtin().Resolve(r.Policy)
+	key, args, err := walk.Builtin().Resolve(r.Policy)
 	if err != nil {
 		return ""
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/sharebench/sharebench/policy"
+	"github.com/sharebench/sharebench/policy/walk"
 	"github.com/sharebench/sharebench/profile"
 	"github.com/sharebench/sharebench/sim"
 )
@@ -66,11 +67,11 @@ func TestExclusiveIgnoresXi(t *testing.T) {
 		return res
 	}
 	sharing := map[string]bool{}
-	for _, info := range policy.Builtin().Infos() {
+	for _, info := range walk.Builtin().Infos() {
 		if info.Name == policy.KeyExternal {
 			continue
 		}
-		p, err := policy.Builtin().New(info.Name)
+		p, err := walk.Builtin().New(info.Name)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -78,7 +79,7 @@ func TestExclusiveIgnoresXi(t *testing.T) {
 			sharing[info.Name] = true
 		}
 	}
-	if want := map[string]bool{policy.KeySJFFFS: true, policy.KeySJFBSBF: true}; !reflect.DeepEqual(sharing, want) {
+	if want := map[string]bool{walk.KeySJFFFS: true, walk.KeySJFBSBF: true}; !reflect.DeepEqual(sharing, want) {
 		t.Errorf("sharing policies %v, want %v", sharing, want)
 	}
 	for _, pol := range []string{"fifo", "sjf", "tiresias", "tiresias-testbed", "Tiresias", "fifo-no-preempt", `sjf{"victims":"tentative"}`} {

@@ -282,29 +282,16 @@ func (j *Job) IterTime() time.Duration {
 func (j *Job) RemTime(now time.Duration) time.Duration {
 	// In seconds, then nanoseconds: the same float operations as ever, so the same keys.
 	if j.Running {
-		return runRemTime(j.P.RemAt(now), j.Options[j.Opt].Excl, j.Xi)
+		return RunningRemTime(j.P.RemAt(now), j.Options[j.Opt].Excl, j.Xi)
 	}
 	return simtime.FromNonNegNanos(j.P.Rem * float64(j.Options[j.Fast].Excl) / 1e9 * 1e9)
 }
 
-// runRemTime is RemTime of a running job with iters iterations left, exclusive iteration time
-// excl and slowdown xi: the one expression, which the share scan's copies of running jobs use too.
-func runRemTime(iters float64, excl time.Duration, xi float64) time.Duration {
+// RunningRemTime is RemTime of a running job with iters iterations left, exclusive iteration
+// time excl and slowdown xi: the one expression, for executors that keep copies of running jobs.
+func RunningRemTime(iters float64, excl time.Duration, xi float64) time.Duration {
 	return simtime.FromNonNegNanos(iters * float64(excl) * xi / 1e9 * 1e9)
 }
-
-// remKeyIters returns j's SJF key as a running job at now (runRemKey's) and the iterations j
-// has left (RemIters), from one RemAt when j runs.
-func (j *Job) remKeyIters(now time.Duration) (Key, float64) {
-	if !j.Running {
-		return Key{A: j.RemTime(now).Seconds()}, j.P.Rem
-	}
-	iters := j.P.RemAt(now)
-	return Key{A: runRemTime(iters, j.Options[j.Opt].Excl, j.Xi).Seconds()}, iters
-}
-
-// seconds converts float seconds to a Duration, saturating beyond the int64 range.
-func seconds(s float64) time.Duration { return simtime.FromNanos(s * 1e9) }
 
 // Env holds the run's static facts that policies consult: slowdowns by configuration, the
 // sharing mode, and switches for explanations. It also records pairs a policy looked up and
@@ -348,11 +335,11 @@ func (e *Env) SetXi(gc, a, b int, xi float64) { e.xi[gc][a*e.NCfg+b] = xi }
 // ok is false, and the pair is recorded as missing, when the profile lacks either direction:
 // such a pair is not shareable.
 func (e *Env) Xi(a *Job, oa int, b *Job, ob int) (float64, bool) {
-	return e.pair(a.GC, a.Options[oa].Cfg, b.GC, b.Options[ob].Cfg)
+	return e.Pair(a.GC, a.Options[oa].Cfg, b.GC, b.Options[ob].Cfg)
 }
 
-// pair is Xi by GPU-count classes and configurations.
-func (e *Env) pair(gca, ca, gcb, cb int) (float64, bool) {
+// Pair is Xi by GPU-count classes and configurations.
+func (e *Env) Pair(gca, ca, gcb, cb int) (float64, bool) {
 	e.lookups++
 	x := e.xi[gca][ca*e.NCfg+cb]
 	y := e.xi[gcb][cb*e.NCfg+ca]

@@ -39,6 +39,10 @@ type qkey struct {
 // log2(n/chunkMax) comparisons.
 const chunkMax = 256
 
+// KeptByIndex reports whether the queue keeps its jobs by index (ByIndex): they all have the zero
+// key, and their order is that of their indices.
+func (q *Queue) KeptByIndex() bool { return q.ix != nil }
+
 // Len returns the number of jobs in the queue.
 func (q *Queue) Len() int { return q.n }
 

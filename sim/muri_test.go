@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/sharebench/sharebench/cluster"
-	"github.com/sharebench/sharebench/policy"
+	"github.com/sharebench/sharebench/policy/walk"
 	"github.com/sharebench/sharebench/trace"
 )
 
@@ -31,7 +31,7 @@ func TestMuriDlasGPU(t *testing.T) {
 			}
 			t.Run(ref, func(t *testing.T) {
 				want := readMuri(t, ref)
-				p, err := policy.Builtin().New("tiresias")
+				p, err := walk.Builtin().New("tiresias")
 				if err != nil {
 					t.Fatal(err)
 				}

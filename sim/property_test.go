@@ -15,6 +15,7 @@ import (
 
 	"github.com/sharebench/sharebench/cluster"
 	"github.com/sharebench/sharebench/policy"
+	"github.com/sharebench/sharebench/policy/walk"
 	"github.com/sharebench/sharebench/profile"
 	"github.com/sharebench/sharebench/trace"
 )
@@ -74,7 +75,7 @@ func exhaustiveSpec(t testing.TB, spec string) string { return withArg(t, spec, 
 
 // withArg adds argument arg, true, to a policy spec.
 func withArg(t testing.TB, spec, arg string) string {
-	key, args, err := policy.Builtin().Resolve(spec)
+	key, args, err := walk.Builtin().Resolve(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +128,7 @@ func (c checkedPolicy) Schedule(s *policy.State) (policy.Plan, error) {
 			xa, _ := s.Env.Xi(j, pl.Opt, p, p.Opt)
 			xb, _ := s.Env.Xi(p, p.Opt, j, pl.Opt)
 			rem := j.RemIters(s.Now) // a victim placed back counts its work at now
-			_, tCon, _ := policy.ShareCheck(rem*j.Options[pl.Opt].Excl.Seconds(), p.RemTime(s.Now).Seconds(), xa, xb)
+			_, tCon, _ := walk.ShareCheck(rem*j.Options[pl.Opt].Excl.Seconds(), p.RemTime(s.Now).Seconds(), xa, xb)
 			tSeq := p.RemTime(s.Now).Seconds() + 0.5*rem*j.Options[j.Fast].Excl.Seconds()
 			share := tCon < tSeq
 			if !share {
@@ -142,17 +143,17 @@ func runCase(t testing.TB, seed uint64) {
 	shape, tab, jobs := randomCase(seed)
 	for _, spec := range propertyPolicies {
 		specs := []string{spec, exhaustiveSpec(t, spec)}
-		if key, _, _ := policy.Builtin().Resolve(spec); key == policy.KeySJFBSBF || key == policy.KeySJFFFS {
+		if key, _, _ := walk.Builtin().Resolve(spec); key == walk.KeySJFBSBF || key == walk.KeySJFFFS {
 			specs = append(specs, withArg(t, spec, "no_kept_fails"))
 		}
 		logs := make([][]byte, len(specs))
 		notes := make([]string, len(specs)) // the missing and clamped pairs among them
 		for k, s := range specs {
-			p, err := policy.Builtin().New(s)
+			p, err := walk.Builtin().New(s)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, isBSBF := p.(*policy.SJFBSBF); isBSBF {
+			if _, isBSBF := p.(*walk.SJFBSBF); isBSBF {
 				p = checkedPolicy{p, t, s}
 			}
 			var buf bytes.Buffer
@@ -219,7 +220,7 @@ func TestRandomInvariants(t *testing.T) {
 func runVariant(t *testing.T, seed uint64, spec string, set func(*Config)) (log, results string, r *Result) {
 	t.Helper()
 	shape, tab, jobs := randomCase(seed)
-	p, err := policy.Builtin().New(spec)
+	p, err := walk.Builtin().New(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,7 +297,7 @@ func sameWithout(t *testing.T, what string, off func(*Config), used func(*Result
 func TestFamilyQueuesKeyed(t *testing.T) {
 	compared := 0
 	eachVariantCase(func(seed uint64, spec string) {
-		if p, err := policy.Builtin().New(spec); err != nil {
+		if p, err := walk.Builtin().New(spec); err != nil {
 			t.Fatal(err)
 		} else if _, ok := p.(policy.Keyer); ok {
 			return
@@ -385,7 +386,7 @@ func FuzzRun(f *testing.F) {
 			return
 		}
 		for _, spec := range []string{"fifo", "sjf-bsbf", "tiresias", "sjf-ffs-preempt"} {
-			p, err := policy.Builtin().New(spec)
+			p, err := walk.Builtin().New(spec)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -412,7 +413,7 @@ func FuzzRun(f *testing.F) {
 // starts again leaves the job as a stop without a start does: pending in the queues, with no
 // completion left.
 func TestRejectedMoveRequeued(t *testing.T) {
-	p, err := policy.Builtin().New("fifo")
+	p, err := walk.Builtin().New("fifo")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -449,7 +450,7 @@ func TestRejectedMoveRequeued(t *testing.T) {
 // TestMovedJobRekeyed checks that a job a plan moves gets the key it would have entered the
 // pending queues with at its stop, as a job that went through them does.
 func TestMovedJobRekeyed(t *testing.T) {
-	p, err := policy.Builtin().New("sjf")
+	p, err := walk.Builtin().New("sjf")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sharebench/sharebench/policy"
+	"github.com/sharebench/sharebench/policy/walk"
 )
 
 // Version is the protocol version this package speaks.
@@ -45,7 +46,7 @@ func init() {
 	if err != nil {
 		panic(err)
 	}
-	policy.SetExternal(policy.Info{
+	walk.SetExternal(policy.Info{
 		Name:     policy.KeyExternal,
 		Brief:    `your own scheduler in another process: external:CMD runs CMD, which speaks the JSON-lines protocol of docs/external-policy.md (Python client in clients/python)`,
 		Defaults: string(d),
@@ -97,7 +98,7 @@ func duration(s float64) time.Duration { return time.Duration(math.Round(s * 1e9
 
 // Parse returns the arguments of an external policy spec, and false for any other spec.
 func Parse(spec string) (Args, bool) {
-	key, raw, err := policy.Builtin().Resolve(spec)
+	key, raw, err := walk.Builtin().Resolve(spec)
 	if err != nil || key != policy.KeyExternal {
 		return Args{}, false
 	}

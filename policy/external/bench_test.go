@@ -14,15 +14,16 @@ import (
 	"github.com/sharebench/sharebench/cluster"
 	"github.com/sharebench/sharebench/policy"
 	"github.com/sharebench/sharebench/policy/external"
+	"github.com/sharebench/sharebench/policy/walk"
 	"github.com/sharebench/sharebench/sim"
 	"github.com/sharebench/sharebench/trace"
 )
 
 // recorder is the built-in sjf, writing each plan as a protocol reply for the replay children.
 type recorder struct {
-	*policy.SJF // keeps Key: the pending order, and so the decisions, stay sjf's
-	w           *bufio.Writer
-	n           int
+	*walk.SJF // keeps Key: the pending order, and so the decisions, stay sjf's
+	w         *bufio.Writer
+	n         int
 }
 
 func (r *recorder) Schedule(s *policy.State) (policy.Plan, error) {
@@ -100,8 +101,8 @@ func BenchmarkDecision(b *testing.B) {
 			b.Fatal(err)
 		}
 		rec := &recorder{w: bufio.NewWriter(f)}
-		p, _ := policy.Builtin().New("sjf")
-		rec.SJF = p.(*policy.SJF)
+		p, _ := walk.Builtin().New("sjf")
+		rec.SJF = p.(*walk.SJF)
 		want := run(b, spec, rec)
 		rec.w.Flush()
 		f.Close()
@@ -118,7 +119,7 @@ func BenchmarkDecision(b *testing.B) {
 				b.Setenv(childEnv, v.child)
 				var bytes int64
 				for b.Loop() {
-					p, err := policy.Builtin().New(v.policy)
+					p, err := walk.Builtin().New(v.policy)
 					if err != nil {
 						b.Fatal(err)
 					}

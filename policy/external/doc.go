@@ -7,5 +7,5 @@
 // instant, the job and the rule.
 //
 // Importing the package (package bench does) registers the policy key "external" in
-// policy.Builtin: the spec "external:CMD" runs CMD.
+// walk.Builtin: the spec "external:CMD" runs CMD.
 package external
