@@ -15,7 +15,14 @@ func endPolicy(p policy.Policy, res *sim.Result, err error) error {
 	if !ok {
 		return err
 	}
-	if err = x.End(res, err); err != nil {
+	var totals *external.Totals
+	if res != nil {
+		totals = &external.Totals{Jobs: len(res.Jobs), AvgJCT: res.Summary.AvgJCT, Makespan: res.Summary.Makespan, Preemptions: res.Summary.Preemptions}
+		for _, j := range res.Jobs {
+			totals.SumJCT += j.JCT.Seconds()
+		}
+	}
+	if err = x.End(totals, err); err != nil {
 		return err
 	}
 	name := ""

@@ -10,7 +10,7 @@ import (
 	"sync"
 
 	"github.com/sharebench/sharebench/policy"
-	"github.com/sharebench/sharebench/policy/walk"
+	"github.com/sharebench/sharebench/policy/builtin"
 	"github.com/sharebench/sharebench/profile"
 	"github.com/sharebench/sharebench/sim"
 	"github.com/sharebench/sharebench/trace"
@@ -102,14 +102,14 @@ func memoGroupKey(r *RunSpec) string {
 	if r.Keep.DecisionsUpTo > 0 {
 		return ""
 	}
-	p, err := walk.Builtin().New(r.Policy)
+	p, err := builtin.Registry().New(r.Policy)
 	if err != nil {
 		return ""
 	}
 	if _, ok := p.(policy.Exclusive); !ok {
 		return ""
 	}
-	key, args, err := walk.Builtin().Resolve(r.Policy)
+	key, args, err := builtin.Registry().Resolve(r.Policy)
 	if err != nil {
 		return ""
 	}

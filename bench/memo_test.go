@@ -12,7 +12,8 @@ import (
 	"testing"
 
 	"github.com/sharebench/sharebench/policy"
-	"github.com/sharebench/sharebench/policy/walk"
+	"github.com/sharebench/sharebench/policy/builtin"
+	"github.com/sharebench/sharebench/policy/schedulers"
 	"github.com/sharebench/sharebench/profile"
 	"github.com/sharebench/sharebench/sim"
 )
@@ -67,11 +68,11 @@ func TestExclusiveIgnoresXi(t *testing.T) {
 		return res
 	}
 	sharing := map[string]bool{}
-	for _, info := range walk.Builtin().Infos() {
+	for _, info := range builtin.Registry().Infos() {
 		if info.Name == policy.KeyExternal {
 			continue
 		}
-		p, err := walk.Builtin().New(info.Name)
+		p, err := builtin.Registry().New(info.Name)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -79,7 +80,7 @@ func TestExclusiveIgnoresXi(t *testing.T) {
 			sharing[info.Name] = true
 		}
 	}
-	if want := map[string]bool{walk.KeySJFFFS: true, walk.KeySJFBSBF: true}; !reflect.DeepEqual(sharing, want) {
+	if want := map[string]bool{schedulers.KeySJFFFS: true, schedulers.KeySJFBSBF: true}; !reflect.DeepEqual(sharing, want) {
 		t.Errorf("sharing policies %v, want %v", sharing, want)
 	}
 	for _, pol := range []string{"fifo", "sjf", "tiresias", "tiresias-testbed", "Tiresias", "fifo-no-preempt", `sjf{"victims":"tentative"}`} {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/sharebench/sharebench/cluster"
 	"github.com/sharebench/sharebench/policy"
-	"github.com/sharebench/sharebench/policy/walk"
+	"github.com/sharebench/sharebench/policy/builtin"
 	"github.com/sharebench/sharebench/profile"
 	"github.com/sharebench/sharebench/sim"
 	"github.com/sharebench/sharebench/trace"
@@ -48,7 +48,7 @@ type SimSpec struct {
 // Simulate runs spec. When out is not empty it writes the run directory there atomically,
 // including the decision log when decisions is set.
 func Simulate(ctx context.Context, spec SimSpec, out string, decisions bool) (*sim.Result, error) {
-	p, err := walk.Builtin().New(spec.Policy)
+	p, err := builtin.Registry().New(spec.Policy)
 	if err != nil {
 		return nil, err
 	}
@@ -113,7 +113,7 @@ func Simulate(ctx context.Context, spec SimSpec, out string, decisions bool) (*s
 	}
 	s := &res.Summary
 	s.Policy = policyLabel(spec.Policy)
-	if key, args, err := walk.Builtin().Resolve(spec.Policy); err == nil {
+	if key, args, err := builtin.Registry().Resolve(spec.Policy); err == nil {
 		s.PolicySpec = key + string(args)
 	}
 	s.Seed = spec.Seed

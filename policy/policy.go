@@ -48,7 +48,7 @@ func Compare(ka Key, a *Job, kb Key, b *Job) int {
 }
 
 // cmpA is cmp.Compare on first keys (a NaN before every number, NaNs equal), with the common
-// case, no NaN, tested first; small enough to inline into every queue's and heap's comparisons.
+// case, no NaN, tested first: the queues compare keys at every insertion.
 func cmpA(a, b float64) int {
 	switch {
 	case a < b:
@@ -174,10 +174,9 @@ type Tag struct {
 // Job is a trace job with its simulation state. Options, Fast, GC, Family and Size are set
 // when the run begins; Idx, K and the running state are owned by the engine.
 //
-// The fields are laid out for the walks' and the engine's loads: a run keeps its jobs in one
-// array, a whole number of cache lines apart, and the remaining time of a running job (P, Xi,
-// Opt, Running, then Options) lies in its first two 64-byte lines, the rank and shape of a
-// pending job (K, Family, Size, On, then ID, Submit and GPUs) in its second and third.
+// The fields are ordered so that what the walks read of a running job (P, Xi, Opt, Running,
+// Options) and of a waiting one (K, Family, Size, On, ID, Submit, GPUs) lie together
+// (docs/simulator.md, "Speed"; TestJobLayout).
 type Job struct {
 	P       Progress
 	Xi      float64 // current slowdown (≥ 1) while running
@@ -235,7 +234,7 @@ func (p *Progress) RemAt(now time.Duration) float64 {
 	if dt <= 0 {
 		return p.Rem
 	}
-	return max(0, p.Rem-dt.Seconds()*p.Rate) // as math.Max, inlined
+	return max(0, p.Rem-dt.Seconds()*p.Rate)
 }
 
 // Advance brings the progress of a job that ran from At to now (after At) up to now: the

@@ -16,7 +16,7 @@ import (
 type Queue struct {
 	chunks [][]*Job
 	// ks[c][i] holds chunks[c][i]'s keys and submit time: a search compares them without
-	// loading the job (a cache miss each, in a long queue) unless they all tie.
+	// reading the job unless they all tie.
 	ks [][]qkey
 	// tail[c] is the last of ks[c]: the chunk search reads them from one array.
 	tail []qkey

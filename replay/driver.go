@@ -11,8 +11,8 @@ import (
 
 	"github.com/sharebench/sharebench/cluster"
 	"github.com/sharebench/sharebench/policy"
+	"github.com/sharebench/sharebench/policy/builtin"
 	"github.com/sharebench/sharebench/policy/external"
-	"github.com/sharebench/sharebench/policy/walk"
 	"github.com/sharebench/sharebench/profile"
 	"github.com/sharebench/sharebench/sim"
 	"github.com/sharebench/sharebench/trace"
@@ -92,7 +92,7 @@ func Run(ctx context.Context, spec Spec, w World, obs sim.Observer) (res *sim.Re
 	if _, ok := external.Parse(spec.Policy); ok {
 		return nil, errors.New("replay: external policies are not supported; use a built-in policy")
 	}
-	p, err := walk.Builtin().New(spec.Policy)
+	p, err := builtin.Registry().New(spec.Policy)
 	if err != nil {
 		return nil, err
 	}
@@ -162,7 +162,7 @@ func Run(ctx context.Context, spec Spec, w World, obs sim.Observer) (res *sim.Re
 	}
 	s := &res.Summary
 	s.Policy = spec.Policy
-	if key, args, err := walk.Builtin().Resolve(spec.Policy); err == nil {
+	if key, args, err := builtin.Registry().Resolve(spec.Policy); err == nil {
 		s.PolicySpec = key + string(args)
 	}
 	s.Seed = spec.Seed

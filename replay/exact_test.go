@@ -10,7 +10,7 @@ import (
 
 	"github.com/sharebench/sharebench/cluster"
 	"github.com/sharebench/sharebench/policy"
-	"github.com/sharebench/sharebench/policy/walk"
+	"github.com/sharebench/sharebench/policy/builtin"
 	"github.com/sharebench/sharebench/profile"
 	"github.com/sharebench/sharebench/sim"
 	"github.com/sharebench/sharebench/trace"
@@ -38,12 +38,12 @@ var exactCases = []exactCase{
 // exactPolicies are every built-in policy and the authors' variants.
 func exactPolicies() []string {
 	var out []string
-	for _, i := range walk.Builtin().Infos() {
+	for _, i := range builtin.Registry().Infos() {
 		if i.Name != policy.KeyExternal {
 			out = append(out, i.Name)
 		}
 	}
-	for _, a := range walk.Builtin().Aliases() {
+	for _, a := range builtin.Registry().Aliases() {
 		out = append(out, a[0])
 	}
 	return append(out, `sjf{"victims":"tentative"}`)
@@ -113,7 +113,7 @@ func TestVirtualReplayEqualsSimulation(t *testing.T) {
 // summary.json, the summary labelled as Run labels the replay's.
 func simulate(t *testing.T, s Spec) (log, jobs, summary []byte) {
 	t.Helper()
-	p, err := walk.Builtin().New(s.Policy)
+	p, err := builtin.Registry().New(s.Policy)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func simulate(t *testing.T, s Spec) (log, jobs, summary []byte) {
 	}
 	sum := &res.Summary
 	sum.Policy = s.Policy
-	if key, args, err := walk.Builtin().Resolve(s.Policy); err == nil {
+	if key, args, err := builtin.Registry().Resolve(s.Policy); err == nil {
 		sum.PolicySpec = key + string(args)
 	}
 	if s.Profile != nil {

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/sharebench/sharebench/cluster"
-	"github.com/sharebench/sharebench/policy/walk"
+	"github.com/sharebench/sharebench/policy/builtin"
 	"github.com/sharebench/sharebench/profile"
 )
 
@@ -20,7 +20,7 @@ func BenchmarkTrace2(b *testing.B) {
 	for _, name := range benchPolicies {
 		b.Run(fmt.Sprintf("policy=%s/jobs=%d", name, len(jobs)), func(b *testing.B) {
 			for b.Loop() {
-				p, err := walk.Builtin().New(name)
+				p, err := builtin.Registry().New(name)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -53,7 +53,7 @@ func BenchmarkTrace2Gavel(b *testing.B) {
 		b.Run(fmt.Sprintf("policy=%s/jobs=%d", name, len(jobs)), func(b *testing.B) {
 			var r *Result
 			for b.Loop() {
-				p, _ := walk.Builtin().New(name)
+				p, _ := builtin.Registry().New(name)
 				cfg := Config{Shape: shape, ModelMap: mm, Restart: RestartCost{Source: RestartAuto}, TraceName: "trace2"}
 				if r, err = Run(context.Background(), cfg, jobs, p, prof, nil); err != nil {
 					b.Fatal(err)

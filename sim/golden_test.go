@@ -9,7 +9,7 @@ import (
 
 	"github.com/sharebench/sharebench/cluster"
 	"github.com/sharebench/sharebench/internal/golden"
-	"github.com/sharebench/sharebench/policy/walk"
+	"github.com/sharebench/sharebench/policy/builtin"
 	"github.com/sharebench/sharebench/trace"
 )
 
@@ -40,7 +40,7 @@ func smallTrace(t testing.TB) []trace.Job {
 
 func runLog(t testing.TB, spec string, jobs []trace.Job, shape cluster.Shape, cfg Config) ([]byte, *Result) {
 	t.Helper()
-	p, err := walk.Builtin().New(spec)
+	p, err := builtin.Registry().New(spec)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/sharebench/sharebench/cluster"
 	"github.com/sharebench/sharebench/internal/simtime"
 	"github.com/sharebench/sharebench/policy"
-	"github.com/sharebench/sharebench/policy/walk"
+	"github.com/sharebench/sharebench/policy/builtin"
 	"github.com/sharebench/sharebench/profile"
 	"github.com/sharebench/sharebench/trace"
 )
@@ -21,7 +21,7 @@ import (
 // runJobs runs jobs under spec on 1x2 GPUs with prof (nil: trace iteration times).
 func runJobs(t *testing.T, spec string, cfg Config, jobs []trace.Job, prof *profile.Table) (*Result, error) {
 	t.Helper()
-	p, err := walk.Builtin().New(spec)
+	p, err := builtin.Registry().New(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +150,7 @@ func TestCancelStopsRun(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	rounds := 0
-	p, _ := walk.Builtin().New("fifo")
+	p, _ := builtin.Registry().New("fifo")
 	counting := countingPolicy{p, func() {
 		if rounds++; rounds == 1000 {
 			cancel()

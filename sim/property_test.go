@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -15,13 +14,14 @@ import (
 
 	"github.com/sharebench/sharebench/cluster"
 	"github.com/sharebench/sharebench/policy"
+	"github.com/sharebench/sharebench/policy/builtin"
+	"github.com/sharebench/sharebench/policy/schedulers"
 	"github.com/sharebench/sharebench/policy/walk"
 	"github.com/sharebench/sharebench/profile"
 	"github.com/sharebench/sharebench/trace"
 )
 
-// propertyPolicies are run on random inputs; each is also run with "exhaustive" (no shortcuts
-// in the walk), which must give the same decisions.
+// propertyPolicies are run on random inputs.
 var propertyPolicies = append([]string{"sjf-no-preempt", "fifo-no-preempt", `tiresias-entry-order{"victims":"tentative"}`, "tiresias-entry-order", `tiresias{"service":"time"}`, `tiresias{"limits_s":[200,600,1500]}`, `tiresias{"limits_s":[50,100],"service":"time"}`,
 	`sjf-bsbf{"victims":"tentative","preempt":true}`, "sjf-ffs-preempt"}, goldenPolicies...)
 
@@ -70,26 +70,6 @@ func randomCase(seed uint64) (cluster.Shape, *profile.Table, []trace.Job) {
 	return shape, tab, jobs
 }
 
-// exhaustiveSpec adds "exhaustive":true to a policy spec.
-func exhaustiveSpec(t testing.TB, spec string) string { return withArg(t, spec, "exhaustive") }
-
-// withArg adds argument arg, true, to a policy spec.
-func withArg(t testing.TB, spec, arg string) string {
-	key, args, err := walk.Builtin().Resolve(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := map[string]any{}
-	if len(args) > 0 {
-		if err := json.Unmarshal(args, &m); err != nil {
-			t.Fatal(err)
-		}
-	}
-	m[arg] = true
-	b, _ := json.Marshal(m)
-	return key + string(b)
-}
-
 // checkedPolicy verifies, at every decision, that sharing placements of sjf-bsbf pass the share
 // check against every running partner (docs/paper.md §10, T8), and that State.Running lists
 // exactly the running jobs, by ID.
@@ -128,7 +108,7 @@ func (c checkedPolicy) Schedule(s *policy.State) (policy.Plan, error) {
 			xa, _ := s.Env.Xi(j, pl.Opt, p, p.Opt)
 			xb, _ := s.Env.Xi(p, p.Opt, j, pl.Opt)
 			rem := j.RemIters(s.Now) // a victim placed back counts its work at now
-			_, tCon, _ := walk.ShareCheck(rem*j.Options[pl.Opt].Excl.Seconds(), p.RemTime(s.Now).Seconds(), xa, xb)
+			_, tCon, _ := schedulers.ShareCheck(rem*j.Options[pl.Opt].Excl.Seconds(), p.RemTime(s.Now).Seconds(), xa, xb)
 			tSeq := p.RemTime(s.Now).Seconds() + 0.5*rem*j.Options[j.Fast].Excl.Seconds()
 			share := tCon < tSeq
 			if !share {
@@ -142,19 +122,24 @@ func (c checkedPolicy) Schedule(s *policy.State) (policy.Plan, error) {
 func runCase(t testing.TB, seed uint64) {
 	shape, tab, jobs := randomCase(seed)
 	for _, spec := range propertyPolicies {
-		specs := []string{spec, exhaustiveSpec(t, spec)}
-		if key, _, _ := walk.Builtin().Resolve(spec); key == walk.KeySJFBSBF || key == walk.KeySJFFFS {
-			specs = append(specs, withArg(t, spec, "no_kept_fails"))
+		key, _, err := builtin.Registry().Resolve(spec)
+		if err != nil {
+			t.Fatal(err)
 		}
-		logs := make([][]byte, len(specs))
-		notes := make([]string, len(specs)) // the missing and clamped pairs among them
-		for k, s := range specs {
-			p, err := walk.Builtin().New(s)
+		// Failures kept across calls must change neither the decisions nor the pairs looked up.
+		registries := []*policy.Registry{builtin.Registry()}
+		if key == schedulers.KeySJFBSBF || key == schedulers.KeySJFFFS {
+			registries = append(registries, builtin.Registry(builtin.Fast(walk.NoKeptFailures())))
+		}
+		logs := make([][]byte, len(registries))
+		notes := make([]string, len(registries)) // the missing and clamped pairs among them
+		for k, reg := range registries {
+			p, err := reg.New(spec)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, isBSBF := p.(*walk.SJFBSBF); isBSBF {
-				p = checkedPolicy{p, t, s}
+			if key == schedulers.KeySJFBSBF {
+				p = checkedPolicy{p, t, spec}
 			}
 			var buf bytes.Buffer
 			obs, flush := JSONLWriter(&buf)
@@ -164,42 +149,36 @@ func runCase(t testing.TB, seed uint64) {
 					submitted[e.Job] = true
 				}
 				if e.Kind == Start && !submitted[e.Job] {
-					t.Errorf("seed %d %s: job %d started before its submission", seed, s, e.Job)
+					t.Errorf("seed %d %s: job %d started before its submission", seed, spec, e.Job)
 				}
 				obs(e)
 			}
 			r, err := Run(context.Background(), Config{Shape: shape, Restart: RestartCost{Source: []RestartSource{RestartOff, RestartAuto, RestartLineage}[seed%3]}, TraceName: "random"}, jobs, p, tab, check)
 			if err != nil {
-				t.Fatalf("seed %d %s: %v", seed, s, err)
+				t.Fatalf("seed %d %s: %v", seed, spec, err)
 			}
 			flush()
 			logs[k] = buf.Bytes()
 			notes[k] = fmt.Sprint(r.Summary.MissingPairs, r.Summary.Notes)
 			if len(r.Jobs) != len(jobs) {
-				t.Fatalf("seed %d %s: %d results for %d jobs", seed, s, len(r.Jobs), len(jobs))
+				t.Fatalf("seed %d %s: %d results for %d jobs", seed, spec, len(r.Jobs), len(jobs))
 			}
 			for _, j := range r.Jobs {
 				if j.Start < j.Submit || j.End < j.Start || j.JCT < j.Queue {
-					t.Fatalf("seed %d %s: job %d times %+v", seed, s, j.ID, j)
+					t.Fatalf("seed %d %s: job %d times %+v", seed, spec, j.ID, j)
 				}
 			}
 		}
-		if !bytes.Equal(logs[0], logs[1]) {
-			t.Fatalf("seed %d %s: the walk's shortcuts changed the decisions:\n%s\n-- exhaustive --\n%s", seed, spec, logs[0], logs[1])
-		}
-		// Failures kept across calls change neither the decisions nor the pairs looked up. (The
-		// exhaustive walk may look up more pairs: within a call, a family that failed is not
-		// walked again, even after a placement makes a new tag sharable.)
-		if len(specs) == 3 && (!bytes.Equal(logs[0], logs[2]) || notes[0] != notes[2]) {
-			t.Fatalf("seed %d %s: keeping failures changed the decisions or the pairs looked up: %s, without %s", seed, spec, notes[0], notes[2])
+		if len(logs) == 2 && (!bytes.Equal(logs[0], logs[1]) || notes[0] != notes[1]) {
+			t.Fatalf("seed %d %s: keeping failures changed the decisions or the pairs looked up: %s, without %s", seed, spec, notes[0], notes[1])
 		}
 	}
 }
 
 // TestRandomInvariants runs every policy on random small cases: every job finishes, none starts
 // before it is submitted, the engine's own invariants hold (≤ MaxShare jobs per GPU, memory,
-// JCT ≥ solo time: violations panic), sjf-bsbf shares only when t_con < t_seq, and the walk's
-// shortcuts never change a decision.
+// JCT ≥ solo time: violations panic), sjf-bsbf shares only when t_con < t_seq, and failures kept
+// across calls change nothing. (TestReference compares the executors.)
 func TestRandomInvariants(t *testing.T) {
 	n := uint64(300)
 	if testing.Short() {
@@ -220,7 +199,7 @@ func TestRandomInvariants(t *testing.T) {
 func runVariant(t *testing.T, seed uint64, spec string, set func(*Config)) (log, results string, r *Result) {
 	t.Helper()
 	shape, tab, jobs := randomCase(seed)
-	p, err := walk.Builtin().New(spec)
+	p, err := builtin.Registry().New(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -297,7 +276,7 @@ func sameWithout(t *testing.T, what string, off func(*Config), used func(*Result
 func TestFamilyQueuesKeyed(t *testing.T) {
 	compared := 0
 	eachVariantCase(func(seed uint64, spec string) {
-		if p, err := walk.Builtin().New(spec); err != nil {
+		if p, err := builtin.Registry().New(spec); err != nil {
 			t.Fatal(err)
 		} else if _, ok := p.(policy.Keyer); ok {
 			return
@@ -386,7 +365,7 @@ func FuzzRun(f *testing.F) {
 			return
 		}
 		for _, spec := range []string{"fifo", "sjf-bsbf", "tiresias", "sjf-ffs-preempt"} {
-			p, err := walk.Builtin().New(spec)
+			p, err := builtin.Registry().New(spec)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -413,7 +392,7 @@ func FuzzRun(f *testing.F) {
 // starts again leaves the job as a stop without a start does: pending in the queues, with no
 // completion left.
 func TestRejectedMoveRequeued(t *testing.T) {
-	p, err := walk.Builtin().New("fifo")
+	p, err := builtin.Registry().New("fifo")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -450,7 +429,7 @@ func TestRejectedMoveRequeued(t *testing.T) {
 // TestMovedJobRekeyed checks that a job a plan moves gets the key it would have entered the
 // pending queues with at its stop, as a job that went through them does.
 func TestMovedJobRekeyed(t *testing.T) {
-	p, err := walk.Builtin().New("sjf")
+	p, err := builtin.Registry().New("sjf")
 	if err != nil {
 		t.Fatal(err)
 	}

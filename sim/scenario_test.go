@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/sharebench/sharebench/cluster"
-	"github.com/sharebench/sharebench/policy/walk"
+	"github.com/sharebench/sharebench/policy/builtin"
 	"github.com/sharebench/sharebench/profile"
 	"github.com/sharebench/sharebench/trace"
 )
@@ -68,7 +68,7 @@ func (s *scenario) run(spec string) *Result {
 	if err := s.tab.Normalize(); err != nil {
 		s.t.Fatal(err)
 	}
-	p, err := walk.Builtin().New(spec)
+	p, err := builtin.Registry().New(spec)
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -349,7 +349,7 @@ func TestIllegalInputs(t *testing.T) {
 	if err := s.tab.Normalize(); err != nil {
 		t.Fatal(err)
 	}
-	p, _ := walk.Builtin().New("fifo")
+	p, _ := builtin.Registry().New("fifo")
 	_, err := Run(context.Background(), Config{Shape: s.shape, TraceName: "t.csv"}, s.jobs, p, &s.tab, nil)
 	if err == nil || !strings.Contains(err.Error(), `t.csv:2: job 1: unknown model "zzz" (known: a)`) {
 		t.Errorf("err = %v", err)

@@ -16,7 +16,7 @@ import (
 	"github.com/sharebench/sharebench/bench"
 	"github.com/sharebench/sharebench/internal/outdir"
 	"github.com/sharebench/sharebench/policy"
-	pwalk "github.com/sharebench/sharebench/policy/walk"
+	"github.com/sharebench/sharebench/policy/builtin"
 	"github.com/sharebench/sharebench/profile"
 	"github.com/sharebench/sharebench/replay"
 	"github.com/sharebench/sharebench/runner"
@@ -218,7 +218,7 @@ func (o *replayOpts) world(spec replay.Spec) (func(string) (replay.World, error)
 	case "fake":
 		cfg.Device, man.Device = "cpu", "fake"
 		mode := profile.Timeslice
-		if p, err := pwalk.Builtin().New(spec.Policy); err == nil {
+		if p, err := builtin.Registry().New(spec.Policy); err == nil {
 			if m, ok := p.(policy.Moder); ok {
 				mode = m.Mode()
 			}

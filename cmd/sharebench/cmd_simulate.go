@@ -17,7 +17,7 @@ import (
 	"github.com/sharebench/sharebench/cluster"
 	"github.com/sharebench/sharebench/internal/outdir"
 	"github.com/sharebench/sharebench/internal/tmpdir"
-	pwalk "github.com/sharebench/sharebench/policy/walk"
+	"github.com/sharebench/sharebench/policy/builtin"
 	"github.com/sharebench/sharebench/profile"
 	"github.com/sharebench/sharebench/sim"
 	"github.com/sharebench/sharebench/trace"
@@ -154,7 +154,7 @@ func loadSimInputs(tracePath string, f trace.Format, profPath, mapPath string, s
 
 // completePolicies offers the policy names and aliases.
 func completePolicies(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
-	r := pwalk.Builtin()
+	r := builtin.Registry()
 	var names []cobra.Completion
 	for _, i := range r.Infos() {
 		names = append(names, cobra.CompletionWithDesc(i.Name, i.Brief))
@@ -305,7 +305,7 @@ name, optionally followed by JSON arguments: sjf-bsbf{"preempt":false}.`,
 }
 
 func writePolicies(stdout io.Writer) {
-	r := pwalk.Builtin()
+	r := builtin.Registry()
 	fmt.Fprintln(stdout, "Policies (spec: NAME or NAME{JSON arguments}):")
 	for _, i := range r.Infos() {
 		fmt.Fprintf(stdout, "  %-9s %s\n", i.Name, i.Brief)

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/sharebench/sharebench/policy"
-	"github.com/sharebench/sharebench/policy/walk"
 )
 
 // Version is the protocol version this package speaks.
@@ -41,12 +40,13 @@ type Args struct {
 // Defaults are the default arguments.
 var Defaults = Args{TimeoutS: 60, StartTimeoutS: 60}
 
-func init() {
+// Register adds the policy key "external" to r: the spec "external:CMD" runs CMD.
+func Register(r *policy.Registry) error {
 	d, err := json.Marshal(Defaults)
 	if err != nil {
-		panic(err)
+		return err
 	}
-	walk.SetExternal(policy.Info{
+	return r.Register(policy.Info{
 		Name:     policy.KeyExternal,
 		Brief:    `your own scheduler in another process: external:CMD runs CMD, which speaks the JSON-lines protocol of docs/external-policy.md (Python client in clients/python)`,
 		Defaults: string(d),
@@ -98,7 +98,11 @@ func duration(s float64) time.Duration { return time.Duration(math.Round(s * 1e9
 
 // Parse returns the arguments of an external policy spec, and false for any other spec.
 func Parse(spec string) (Args, bool) {
-	key, raw, err := walk.Builtin().Resolve(spec)
+	r := &policy.Registry{}
+	if err := Register(r); err != nil {
+		return Args{}, false
+	}
+	key, raw, err := r.Resolve(spec)
 	if err != nil || key != policy.KeyExternal {
 		return Args{}, false
 	}

@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/sharebench/sharebench/policy"
+	"github.com/sharebench/sharebench/policy/builtin"
 	"github.com/sharebench/sharebench/policy/external"
-	"github.com/sharebench/sharebench/policy/walk"
 )
 
 func TestSplitCommand(t *testing.T) {
@@ -32,7 +32,7 @@ func TestSplitCommand(t *testing.T) {
 // TestSpecs checks the spec forms: external:CMD keeps braces and < > & in the command, the long
 // form takes arguments, and the registry lists the policy.
 func TestSpecs(t *testing.T) {
-	r := walk.Builtin()
+	r := builtin.Registry()
 	key, args, err := r.Resolve(`external: python3 p.py '{"w":[1,2]}' <x & y>`)
 	if err != nil || key != policy.KeyExternal || string(args) != `{"cmd":"python3 p.py '{\"w\":[1,2]}' <x & y>"}` {
 		t.Errorf("Resolve: %q %s %v", key, args, err)

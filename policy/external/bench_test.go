@@ -13,21 +13,26 @@ import (
 	"github.com/sharebench/sharebench/bench"
 	"github.com/sharebench/sharebench/cluster"
 	"github.com/sharebench/sharebench/policy"
+	"github.com/sharebench/sharebench/policy/builtin"
 	"github.com/sharebench/sharebench/policy/external"
-	"github.com/sharebench/sharebench/policy/walk"
 	"github.com/sharebench/sharebench/sim"
 	"github.com/sharebench/sharebench/trace"
 )
 
 // recorder is the built-in sjf, writing each plan as a protocol reply for the replay children.
 type recorder struct {
-	*walk.SJF // keeps Key: the pending order, and so the decisions, stay sjf's
-	w         *bufio.Writer
-	n         int
+	sjf policy.Policy
+	w   *bufio.Writer
+	n   int
 }
 
+func (r *recorder) Name() string { return r.sjf.Name() }
+
+// Key keeps sjf's pending order, and so its decisions.
+func (r *recorder) Key(j *policy.Job) policy.Key { return r.sjf.(policy.Keyer).Key(j) }
+
 func (r *recorder) Schedule(s *policy.State) (policy.Plan, error) {
-	plan, err := r.SJF.Schedule(s)
+	plan, err := r.sjf.Schedule(s)
 	r.n++
 	b := append([]byte(`{"type":"plan","seq":`), strconv.Itoa(r.n)...)
 	b = append(b, `,"stop":[`...)
@@ -101,8 +106,7 @@ func BenchmarkDecision(b *testing.B) {
 			b.Fatal(err)
 		}
 		rec := &recorder{w: bufio.NewWriter(f)}
-		p, _ := walk.Builtin().New("sjf")
-		rec.SJF = p.(*walk.SJF)
+		rec.sjf, _ = builtin.Registry().New("sjf")
 		want := run(b, spec, rec)
 		rec.w.Flush()
 		f.Close()
@@ -119,7 +123,7 @@ func BenchmarkDecision(b *testing.B) {
 				b.Setenv(childEnv, v.child)
 				var bytes int64
 				for b.Loop() {
-					p, err := walk.Builtin().New(v.policy)
+					p, err := builtin.Registry().New(v.policy)
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -143,7 +147,11 @@ func run(b *testing.B, spec bench.SimSpec, p policy.Policy) float64 {
 	cfg := sim.Config{Shape: spec.Shape, Restart: sim.RestartCost{Source: sim.RestartAuto}, ModelMap: spec.ModelMap, TraceName: spec.TraceName}
 	res, err := sim.Run(context.Background(), cfg, spec.Jobs, p, spec.Profile, nil)
 	if x, ok := p.(*external.Policy); ok {
-		err = x.End(res, err)
+		var totals *external.Totals
+		if res != nil {
+			totals = &external.Totals{Jobs: len(res.Jobs), AvgJCT: res.Summary.AvgJCT}
+		}
+		err = x.End(totals, err)
 	}
 	if err != nil {
 		b.Fatal(err)

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/sharebench/sharebench/cluster"
+	"github.com/sharebench/sharebench/policy/external"
+	"github.com/sharebench/sharebench/sim"
 )
 
 // failsCleanly checks that a run failed with an error holding every want, and left no run
@@ -141,5 +143,15 @@ func TestEngineErrorInContext(t *testing.T) {
 func TestMain_childNotLeft(t *testing.T) {
 	if os.Getenv(childEnv) != "" {
 		t.Fatal("child mode leaked into the tests")
+	}
+}
+
+// TestEngineEvents: the events a note may not name are the engine's own, of sim's event kinds.
+func TestEngineEvents(t *testing.T) {
+	for _, k := range []sim.Kind{sim.Submit, sim.Start, sim.Preempt, sim.Finish, sim.Demote, sim.Promote} {
+		own := k == sim.Demote || k == sim.Promote
+		if external.IsEngineEvent(string(k)) == own {
+			t.Errorf("event %q: engine's own %v", k, !own)
+		}
 	}
 }

@@ -6,6 +6,6 @@
 // an illegal plan, a timeout or a crash of the process ends the run with an error naming the
 // instant, the job and the rule.
 //
-// Importing the package (package bench does) registers the policy key "external" in
-// walk.Builtin: the spec "external:CMD" runs CMD.
+// Register adds the policy key "external" to a registry (package builtin does): the spec
+// "external:CMD" runs CMD.
 package external

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/sharebench/sharebench/policy"
-	"github.com/sharebench/sharebench/sim"
 	"github.com/sharebench/sharebench/trace"
 )
 
@@ -308,20 +307,36 @@ func (p *Policy) decode(line []byte, s *policy.State) (policy.Plan, error) {
 		plan.Start = append(plan.Start, pl)
 	}
 	for _, n := range m.Notes {
-		switch n.Event {
-		case string(sim.Submit), string(sim.Start), string(sim.Preempt), string(sim.Finish), "":
-			return policy.Plan{}, fmt.Errorf("job %d: note event %q: the engine logs that itself; name the policy's own event (e.g. %q)", n.Job, n.Event, sim.Demote)
+		if IsEngineEvent(n.Event) {
+			return policy.Plan{}, fmt.Errorf("job %d: note event %q: the engine logs that itself; name the policy's own event (e.g. %q)", n.Job, n.Event, "demote")
 		}
 		plan.Notes = append(plan.Notes, policy.Note{Job: n.Job, Event: n.Event, Reason: n.Reason})
 	}
 	return plan, nil
 }
 
+// IsEngineEvent reports whether a note's event is one the engine logs itself, which a policy's
+// notes may not name.
+func IsEngineEvent(e string) bool {
+	switch e {
+	case "", "submit", "start", "preempt", "finish":
+		return true
+	}
+	return false
+}
+
+// Totals are a finished run's totals, which End tells the policy.
+type Totals struct {
+	Jobs                     int
+	SumJCT, AvgJCT, Makespan float64 // seconds
+	Preemptions              int
+}
+
 // End closes the exchange once the run is over: it tells the policy the run's totals (or that
 // the run failed), closes the process's input and waits for it to exit. It returns runErr, put
 // in the context of the last decision when the failure came from the engine, joined with any
 // failure of the process at the end.
-func (p *Policy) End(res *sim.Result, runErr error) error {
+func (p *Policy) End(res *Totals, runErr error) error {
 	if p.err != nil || p.c == nil {
 		return runErr // the exchange already failed (runErr holds its error) or never began
 	}
@@ -333,20 +348,15 @@ func (p *Policy) End(res *sim.Result, runErr error) error {
 		b = append(b, `,"error":`...)
 		b = strconv.AppendQuote(b, fmt.Sprint(runErr))
 	} else {
-		var sum float64
-		for _, j := range res.Jobs {
-			sum += j.JCT.Seconds()
-		}
-		s := &res.Summary
 		b = appendInt(b, `,"decisions":`, int64(p.Decisions))
-		b = appendInt(b, `,"jobs":`, int64(len(res.Jobs)))
+		b = appendInt(b, `,"jobs":`, int64(res.Jobs))
 		b = append(b, `,"sum_jct_s":`...)
-		b = appendFloat(b, sum)
+		b = appendFloat(b, res.SumJCT)
 		b = append(b, `,"avg_jct_s":`...)
-		b = appendFloat(b, s.AvgJCT)
+		b = appendFloat(b, res.AvgJCT)
 		b = append(b, `,"makespan_s":`...)
-		b = appendFloat(b, s.Makespan)
-		b = appendInt(b, `,"preemptions":`, int64(s.Preemptions))
+		b = appendFloat(b, res.Makespan)
+		b = appendInt(b, `,"preemptions":`, int64(res.Preemptions))
 	}
 	b = append(b, "}\n"...)
 	err := p.c.send(b, endGrace)

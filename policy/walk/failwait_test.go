@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/sharebench/sharebench/policy/schedulers"
 )
 
 // TestFailedShareStaysFailed checks what greedy.fails relies on: a share check that fails keeps
@@ -20,7 +22,7 @@ func TestFailedShareStaysFailed(t *testing.T) {
 		}
 		xiA, xiB := 1+2*rng.Float64(), 1+2*rng.Float64()
 		e := 3e5 * rng.Float64()
-		pass, tCon, tSeq := shareAt(etcA, etcWait, e, xiA, xiB)
+		pass, tCon, tSeq := schedulers.ShareAt(etcA, etcWait, e, xiA, xiB)
 		if pass {
 			continue
 		}
@@ -28,7 +30,7 @@ func TestFailedShareStaysFailed(t *testing.T) {
 		tol := 1e-12 * (etcA + etcWait + e) * (1 + xiA + xiB)
 		for range 20 {
 			e2 := e * rng.Float64()
-			_, c2, s2 := shareAt(etcA, etcWait, e2, xiA, xiB)
+			_, c2, s2 := schedulers.ShareAt(etcA, etcWait, e2, xiA, xiB)
 			if c2-s2 < tCon-tSeq-tol && c2 < s2 {
 				t.Fatalf("etcA %g etcWait %g ξ %g/%g: fails at %g (t_con − t_seq %g), passes at %g (%g)",
 					etcA, etcWait, xiA, xiB, e, tCon-tSeq, e2, c2-s2)
@@ -61,7 +63,7 @@ func TestPlannedFailsWait(t *testing.T) {
 			near++
 			var p placer
 			p.wait = math.Inf(1)
-			if pass, _, _ := shareAt(etcA, etcWait, e, xiA, xiB); !pass {
+			if pass, _, _ := schedulers.ShareAt(etcA, etcWait, e, xiA, xiB); !pass {
 				p.plannedFails(etcA, etcWait, e, newTagPair(xiA, xiB))
 				if p.wait != 0 {
 					t.Fatalf("on the boundary (e %g, etcA %g, etcWait %g, ξ %g/%g): wait %g, want 0", e, etcA, etcWait, xiA, xiB, p.wait)
@@ -69,7 +71,7 @@ func TestPlannedFailsWait(t *testing.T) {
 			}
 			continue
 		}
-		if pass, _, _ := shareAt(etcA, etcWait, e, xiA, xiB); pass {
+		if pass, _, _ := schedulers.ShareAt(etcA, etcWait, e, xiA, xiB); pass {
 			continue
 		}
 		var p placer
@@ -80,7 +82,7 @@ func TestPlannedFailsWait(t *testing.T) {
 		}
 		for k := range 20 {
 			d := min(p.wait, e) * float64(k) / 20
-			if pass, _, _ := shareAt(etcA, etcWait, e-d, xiA, xiB); pass {
+			if pass, _, _ := schedulers.ShareAt(etcA, etcWait, e-d, xiA, xiB); pass {
 				t.Fatalf("e %g etcA %g etcWait %g ξ %g/%g: wait %g, but the check passes after %g s", e, etcA, etcWait, xiA, xiB, p.wait, d)
 			}
 		}

@@ -32,7 +32,7 @@ func earlyJob(t *testing.T, cl *cluster.Cluster, id, gpus int, on ...int) *polic
 // had arrived by the last call.
 func earlyWalk(cl *cluster.Cluster, jobs []*policy.Job, done *policy.Job, arrived int) (*greedy, *policy.State) {
 	var pending policy.Queue
-	g := &greedy{bySize: true, exclusive: true, preempt: true, timeless: true}
+	g := &greedy{bySize: true, exclusive: true, preempt: true, timeless: true, stats: &Stats{}}
 	g.rs.fixed = true
 	g.rs.grow(len(jobs))
 	for _, j := range jobs {

@@ -4,16 +4,11 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strconv"
 	"time"
 
-	"github.com/sharebench/sharebench/internal/simtime"
 	"github.com/sharebench/sharebench/policy"
 	"github.com/sharebench/sharebench/trace"
 )
-
-// placeFunc finds a placement for j on the tentative cluster; ok is false when none exists now.
-type placeFunc func(p *placer, j *policy.Job) (pl policy.Placement, ok bool, err error)
 
 // greedy is the authors' scheduling loop (docs/paper.md §4.3, §5.8): walk the runnable jobs in priority
 // order, place each one that is not running, and optionally preempt lower-priority running jobs
@@ -40,8 +35,13 @@ type placeFunc func(p *placer, j *policy.Job) (pl policy.Placement, ok bool, err
 // merging the families' next jobs in priority order with a heap; a family that fails leaves the
 // heap until it may fit again.
 type greedy struct {
+	d         *policy.Greedy
 	name      string
 	place     placeFunc
+	sc        shortcutSet
+	stats     *Stats
+	movedCap  int  // see note
+	checkLazy bool // see lazyvictims.go
 	exclusive bool // the placement never shares, so a job needs idle GPUs
 	// bySize: whether a job can be placed depends only on its GPU count, and not on more than
 	// a smaller job (YARN placement).
@@ -54,11 +54,7 @@ type greedy struct {
 	pending   int  // pending jobs at the last walk
 	preempt   bool
 	tentative bool // victims: preempt only if the job then fits (else the authors' behaviour)
-	mps       bool
-	// exhaustive walks every pending job with no shortcut: the same decisions, slower; tests
-	// use it to check the shortcuts.
-	exhaustive bool
-	p          placer
+	p         placer
 	// keepFails (without preemption) carries failures across calls: fails[f] is family f's
 	// last failed job and the time before which it fails again (placer.wait) unless a GPU
 	// changed since in a way a placement cannot (see note). A failure rules out the family's
@@ -67,9 +63,8 @@ type greedy struct {
 	fails     []famFail
 	// moved logs those GPUs; moved[i] is entry logBase+i, and famFail.pos the first entry
 	// after a failure.
-	moved     []int
-	logBase   int
-	compacted int // times note dropped the log's older entries (for tests)
+	moved   []int
+	logBase int
 
 	// Per-call walk state.
 	s    *policy.State
@@ -104,18 +99,17 @@ type greedy struct {
 	wj     *policy.Job
 	epoch  uint64
 	// rs holds the running jobs, lowest priority on top; victims come out of it in order (take).
-	// It persists across calls (see sync); the exhaustive walk rebuilds it from every running
-	// job at every call instead.
+	// It persists across calls (see sync).
 	rs      runSet
 	stopped []*policy.Job // the previous plan's victims: out of rs once they stopped
 	rekeyed []*policy.Job // running jobs whose key the policy changed since the last sync
 	// low holds running jobs popped from rs that cannot be preempted, lowest first; only low[0]
 	// is read (below), and a bulk step over fixEarly's range adds only its first job.
 	low     []ranked
-	runKey  func(*policy.Job) policy.Key
-	drain   bool               // runKey is runRemKey (runSet.drain)
-	starts  []policy.Placement // the previous plan's, for reuse
-	stops   []trace.JobID      // the previous plan's, for reuse
+	runKey  func(*policy.Job) policy.Key // the declaration's Rank at the call's time
+	drain   bool                         // runKey is remaining time (runSet.drain)
+	starts  []policy.Placement           // the previous plan's, for reuse
+	stops   []trace.JobID                // the previous plan's, for reuse
 	victims []victim
 	// ahead holds the victims not yet walked again: each attempt's, which it took lowest rank
 	// first, as a run of victims that the walk takes from its end; best is the run whose next
@@ -140,10 +134,6 @@ type famFail struct {
 // instead.
 const maxMoved = 64
 
-// movedCap bounds the log of changed GPUs: beyond it, note drops all but the last maxMoved
-// entries, which are all a kept failure can still be checked against. (A variable for a test.)
-var movedCap = 1 << 12
-
 type ranked struct {
 	j *policy.Job
 	k policy.Key
@@ -155,16 +145,7 @@ type ranked struct {
 	id  trace.JobID
 }
 
-// minVictimIters is the authors' filter: only running jobs with more iterations left than this are
-// preempted (schedulers.py jobs_placement).
-const minVictimIters = 100
-
-func (g *greedy) mode() string {
-	if g.mps {
-		return "mps"
-	}
-	return "timeslice"
-}
+const minVictimIters = policy.MinVictimIters
 
 // victim is a job preempted in this call; the walk reaches it again at its rank and may place it
 // back, which cancels the preemption when the placement is the same.
@@ -175,7 +156,7 @@ type victim struct {
 }
 
 // remIters returns RemIters of running job j at the call's time, which runSet.lowest has mostly
-// just computed with j's key: a second RemAt made every victim wait on a division again.
+// just computed with j's key (see docs/simulator.md, "Speed").
 func (g *greedy) remIters(j *policy.Job) float64 {
 	if g.rs.lastJ == j {
 		return g.rs.lastIters
@@ -183,9 +164,7 @@ func (g *greedy) remIters(j *policy.Job) float64 {
 	return j.RemIters(g.s.Now)
 }
 
-// addVictim appends victim r, lazy or not, field by field in place: a victim built on the stack,
-// or copied whole from an entry whose key runSet.lowest had just written, was read back across
-// narrower stores, and every victim waited on them.
+// addVictim appends victim r, lazy or not.
 func (g *greedy) addVictim(r *ranked, lazy bool) {
 	g.victims = append(g.victims, victim{})
 	v := &g.victims[len(g.victims)-1]
@@ -202,9 +181,12 @@ func (g *greedy) free() int {
 }
 
 // below reports whether a running job ranks below (k, j) and so could be preempted for it.
+//
+// Jobs set aside (low) rank below every job left in rs, and low[0] answers without rs, unless
+// tentative victims were put back: they may rank below low[0].
 func (g *greedy) below(k policy.Key, j *policy.Job) bool {
 	var r *ranked
-	if len(g.low) > 0 {
+	if len(g.low) > 0 && !g.tentative {
 		r = &g.low[0]
 	} else if r = g.rs.lowest(g.runKey); r == nil {
 		return false
@@ -217,10 +199,11 @@ func (g *greedy) below(k policy.Key, j *policy.Job) bool {
 // Schedule of a preemptive policy on greedy calls it (run does), since the engine hands each
 // change to one call only. A live run's measurements move remaining times either way, which
 // the bounds in rs do not allow for: it is rebuilt.
-func (g *greedy) sync(s *policy.State, runKey func(*policy.Job) policy.Key) {
+func (g *greedy) sync(s *policy.State) {
+	runKey := g.runKey
 	g.rs.fixed, g.rs.drain = g.timeless, g.drain
 	g.rs.grow(len(s.Jobs))
-	if g.exhaustive || s.Resync && !g.timeless {
+	if s.Resync && !g.timeless {
 		g.rs.clear()
 		for _, j := range s.Running() {
 			g.rs.put(entry(j, runKey(j), s.Now))
@@ -263,17 +246,60 @@ func (g *greedy) rekey(j *policy.Job) { g.rekeyed = append(g.rekeyed, j) }
 // changed notes a change the walk cannot see in its inputs (pending jobs re-keyed).
 func (g *greedy) changed() { g.still, g.settled, g.rem.on = false, false, false }
 
-// schedule makes a call's plan with run, in memory of the walk's own that the next call reuses:
-// the engine is done with a plan before it calls again.
-func (g *greedy) schedule(s *policy.State, runKey func(*policy.Job) policy.Key) (policy.Plan, error) {
-	g.out = policy.Plan{}
-	err := g.run(s, runKey, &g.out)
-	return g.out, err
+// newGreedy returns the fast walk of d with the shortcuts sc.
+func newGreedy(d *policy.Greedy, sc shortcutSet, o options) *greedy {
+	g := &greedy{d: d, name: d.Name, place: placeFor(d, sc.placement), sc: sc, stats: o.stats,
+		movedCap: o.movedCap, checkLazy: o.checkLazy, exclusive: sc.exclusive, bySize: sc.bySize,
+		timeless: sc.timeless, drain: sc.drain, lazy: sc.lazy, keepFails: sc.keepFails,
+		preempt: d.Preempt, tentative: d.Victims == policy.VictimsTentative}
+	if g.stats == nil {
+		g.stats = &Stats{}
+	}
+	g.p.ix.on = sc.index
+	g.p.anyShare = sc.placement == placeFirstFit
+	if g.drain {
+		g.runKey = func(j *policy.Job) policy.Key { k, _ := remKeyIters(j, g.s.Now); return k }
+	} else if d.Rank != nil {
+		g.runKey = func(j *policy.Job) policy.Key { return d.Rank(g.s.Now, j) }
+	}
+	return g
+}
+
+// schedule makes a call's plan, in memory of the last call's plan: the engine is done with a
+// plan before it calls again.
+func (g *greedy) schedule(s *policy.State) (policy.Plan, error) {
+	g.out = policy.Plan{Notes: g.out.Notes[:0], Rekey: g.out.Rekey[:0]}
+	plan := &g.out
+	h := g.d.Hooks
+	if h != nil {
+		reranked, walk := h.Before(s, plan)
+		for _, j := range reranked {
+			g.rekey(j)
+		}
+		if len(plan.Rekey) > 0 {
+			g.changed()
+		}
+		if !walk {
+			if g.preempt {
+				// The engine hands each change to one call only: take them in now.
+				g.s = s
+				g.sync(s)
+			}
+			return *plan, nil
+		}
+	}
+	if err := g.run(s, plan); err != nil {
+		return *plan, err
+	}
+	if h != nil {
+		h.After(s, plan)
+	}
+	return *plan, nil
 }
 
 // run walks the pending jobs in order (and, when preempting, the running jobs ranked by runKey)
 // and fills plan.
-func (g *greedy) run(s *policy.State, runKey func(*policy.Job) policy.Key, plan *policy.Plan) error {
+func (g *greedy) run(s *policy.State, plan *policy.Plan) error {
 	// The engine is done with the previous plan: its starts and stops reuse the memory.
 	if plan.Start == nil && plan.Stop == nil {
 		plan.Start, plan.Stop = g.starts[:0], g.stops[:0]
@@ -283,21 +309,20 @@ func (g *greedy) run(s *policy.State, runKey func(*policy.Job) policy.Key, plan 
 	if g.keepFails {
 		g.note(s)
 	}
-	g.p.scanOnly = g.exhaustive
 	g.s, g.plan = s, plan
 	g.victims, g.ahead, g.best = g.victims[:0], g.ahead[:0], -1
 	g.low = g.low[:0]
-	g.runKey = runKey
 	// A walk that changed nothing changes nothing later either while the jobs, their keys and
 	// the cluster stay as they were: only time passes, which can only set more running jobs
 	// aside as too close to their end, so no job fits that did not (see timeless).
-	still := g.still && g.timeless && !g.exhaustive && len(s.Finished) == 0 && len(s.Rerated) == 0 &&
+	still := g.still && g.timeless && len(s.Finished) == 0 && len(s.Rerated) == 0 &&
 		len(g.rekeyed) == 0 && s.Pending.Len() == g.pending
 	quiet := g.quiet(s)
-	fix, remQuiet := g.settled && len(s.Finished) > 0 && len(g.rekeyed) == 0 && !s.Resync, g.remBegin(s)
+	fix := g.settled && len(s.Finished) > 0 && len(g.rekeyed) == 0 && !s.Resync
+	remQuiet := g.remBegin(s)
 	g.early = false
 	if g.preempt {
-		g.sync(s, runKey)
+		g.sync(s)
 	}
 	if still {
 		g.settle(s)
@@ -312,23 +337,19 @@ func (g *greedy) run(s *policy.State, runKey func(*policy.Job) policy.Key, plan 
 	switch {
 	case last:
 		// Only the arrivals can change anything.
-		g.skips++
+		g.stats.Settled++
 		err = g.placeArrivals(arr)
 	case quiet && g.arrivalsFail(s), remQuiet && g.remSkip(s):
 		// No arrival fits where the walk would try it, or (sjf) remSkip placed them: nothing else.
-		g.skips++
+		g.stats.Settled++
 	default:
 		if g.preempt {
-			g.rs.start(s.Now, runKey)
+			g.rs.start(s.Now, g.runKey)
 		}
 		if fix {
 			g.fixEarly(s)
 		}
-		if g.exhaustive {
-			err = g.walkAll()
-		} else {
-			err = g.walk()
-		}
+		err = g.walk()
 	}
 	if err != nil {
 		return err
@@ -340,27 +361,8 @@ func (g *greedy) run(s *policy.State, runKey func(*policy.Job) policy.Key, plan 
 	return nil
 }
 
-// walkAll walks every pending job in order, and the victims at their rank, attempting each.
-func (g *greedy) walkAll() error {
-	for j := range g.s.Pending.All() {
-		for g.aheadOf(j) {
-			if err := g.walkVictim(); err != nil {
-				return err
-			}
-		}
-		if err := g.walkPending(j); err != nil {
-			return err
-		}
-	}
-	for g.best >= 0 {
-		if err := g.walkVictim(); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// walk is walkAll with the shortcuts. While some running job ranks below the next job, every
+// walk walks the pending jobs in order, and the victims at their rank, attempting each, but for
+// those it can tell fail. While some running job ranks below the next job, every
 // job may preempt and is walked (phase 1); from then on nothing can be preempted any more (the
 // lowest running job only rises during a call, the walk only descends), so only jobs that fit in
 // the free GPUs are walked.
@@ -469,7 +471,7 @@ func (g *greedy) next() *policy.Job {
 		g.walked, g.wk, g.wj = true, j.K, j
 		if g.skipped++; g.soonNow || g.skipped >= scanSkips {
 			if g.soonNow {
-				g.soonMerges++
+				g.stats.SoonMerges++
 			} else {
 				g.soon = soonWalks
 			}
@@ -513,7 +515,7 @@ func (g *greedy) prune() {
 			items = append(items, f)
 		}
 	}
-	g.pruned += len(g.heads.items) - len(items)
+	g.stats.Pruned += len(g.heads.items) - len(items)
 	g.heads.items = items
 	g.heads.init()
 }
@@ -532,7 +534,7 @@ func (g *greedy) setHead(f int, h *policy.Job) *policy.Job {
 // a longer one, which can only make it attempt the job instead.
 func (g *greedy) merge() {
 	g.merging = true
-	g.merges++
+	g.stats.Merges++
 	// After phase 1 (always, without preemption) the free GPUs only shrink for the rest of the
 	// call: a family that does not fit now never joins the heap (revive), and its next job is
 	// not looked up, nor its earlier failure checked (above).
@@ -609,7 +611,7 @@ func (g *greedy) walkPending(j *policy.Job) error {
 			g.fails[f] = famFail{j, g.s.Now + time.Duration(min(g.p.wait, maxIndexedS)*1e9), g.logBase + len(g.moved)}
 		}
 	}
-	if !ok && !changed && !g.exhaustive {
+	if !ok && !changed {
 		g.dead[f] = g.epoch
 		if g.bySize {
 			g.failed = min(g.failed, j.GPUs)
@@ -660,11 +662,11 @@ func (g *greedy) note(s *policy.State) {
 		g.forgetAll()
 		return
 	}
-	if n := len(g.moved); n > movedCap {
+	if n := len(g.moved); n > g.movedCap {
 		copy(g.moved, g.moved[n-maxMoved:])
 		g.moved = g.moved[:maxMoved]
 		g.logBase += n - maxMoved
-		g.compacted++
+		g.stats.Compactions++
 	}
 	for _, id := range s.Finished {
 		j := s.Lookup(id)
@@ -787,7 +789,7 @@ func (g *greedy) attempt(j *policy.Job, jk policy.Key, v int) (ok, changed bool,
 					g.low = append(g.low, *r)
 				}
 				g.rs.skip(n)
-				g.earlySkips += n
+				g.stats.EarlySkipped += n
 				continue
 			}
 			g.rs.take()
@@ -833,7 +835,7 @@ func (g *greedy) attempt(j *policy.Job, jk policy.Key, v int) (ok, changed bool,
 			g.pick()
 		}
 	}
-	if (changed || ok && g.preempt && !g.exclusive) && !g.exhaustive {
+	if changed || ok && g.preempt && !g.exclusive {
 		// Preemption freed GPUs: families that failed may fit now. A placement alone never
 		// makes a family fit: it only takes GPUs, memory and share partners away. But when
 		// sharing and preempting, it makes its partners ineligible as victims, and a failed
@@ -849,9 +851,9 @@ func (g *greedy) attempt(j *policy.Job, jk policy.Key, v int) (ok, changed bool,
 // needs a node with as many idle; a larger one needs as many fully idle nodes as it has whole
 // nodes' worth of GPUs, then for the rest a node with that many idle. So while no node of r
 // reaches the idle GPUs a part of j asks for, the fully idle nodes and the nodes that could
-// take the rest are those that failed. The exhaustive walk tries every time instead.
+// take the rest are those that failed.
 func (g *greedy) yarnStill(j, r *policy.Job) bool {
-	if !g.bySize || g.exhaustive {
+	if !g.bySize {
 		return false
 	}
 	cl := g.s.Cluster
@@ -965,34 +967,6 @@ func sameSet(a, sorted []int) bool {
 	return true
 }
 
-// yarnPlace places a job exclusively with the YARN rule at its fastest sub-batch.
-func yarnPlace(p *placer, j *policy.Job) (policy.Placement, bool, error) {
-	gpus := p.yarn(j)
-	if gpus == nil {
-		return policy.Placement{}, false, nil
-	}
-	pl := policy.Placement{GPUs: gpus, Opt: j.Fast}
-	if p.s.Env.Explain {
-		pl.Reason = "exclusive (yarn)"
-	}
-	return pl, true, nil
-}
-
-// remKey is the SJF key of a pending job: its remaining exclusive time at its fastest sub-batch.
-func remKey(j *policy.Job) policy.Key {
-	return policy.Key{A: j.P.Rem * j.Options[j.Fast].Excl.Seconds()}
-}
-
-// runRemKey is the SJF key of a running job: its remaining time at its current iteration time.
-func runRemKey(now time.Duration) func(*policy.Job) policy.Key {
-	return func(j *policy.Job) policy.Key { k, _ := remKeyIters(j, now); return k }
-}
-
-func submitKey(*policy.Job) policy.Key { return policy.Key{} }
-
-// fmtDur is fmt's "%.3fs" of d's seconds, without fmt (reasons are built at every demotion).
-func fmtDur(d time.Duration) string { return strconv.FormatFloat(d.Seconds(), 'f', 3, 64) + "s" }
-
 // remKeyIters returns j's SJF key as a running job at now (runRemKey's) and the iterations j
 // has left (RemIters), from one RemAt when j runs.
 func remKeyIters(j *policy.Job, now time.Duration) (policy.Key, float64) {
@@ -1002,6 +976,3 @@ func remKeyIters(j *policy.Job, now time.Duration) (policy.Key, float64) {
 	iters := j.P.RemAt(now)
 	return policy.Key{A: policy.RunningRemTime(iters, j.Options[j.Opt].Excl, j.Xi).Seconds()}, iters
 }
-
-// seconds converts float seconds to a Duration, saturating beyond the int64 range.
-func seconds(s float64) time.Duration { return simtime.FromNanos(s * 1e9) }

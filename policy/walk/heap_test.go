@@ -54,16 +54,22 @@ func (h *swapHeap[T]) pop() T {
 
 // TestBinHeapAsSwapHeap: binHeap pops in the textbook heap's order, ties included (items that
 // tie on the order but differ), through pushes, pops, and re-sifts of the top, so decisions
-// that depend on the order of tied deadlines or family heads stayed as they were.
+// that depend on the order of tied deadlines or family heads stay as a textbook heap gives.
 func TestBinHeapAsSwapHeap(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
-	ref := swapHeap[deadline]{less: deadlineBefore}
-	h := binHeap[deadline]{less: deadlineBefore}
+	type item struct {
+		at   time.Duration
+		job  trace.JobID
+		runs int
+	}
+	before := func(a, b item) bool { return a.at < b.at || (a.at == b.at && a.job < b.job) }
+	ref := swapHeap[item]{less: before}
+	h := binHeap[item]{less: before}
 	for step := range 30000 {
 		switch r := rng.IntN(11); {
 		case r < 6:
 			// Few instants and ids: many ties, told apart only by runs.
-			d := deadline{at: time.Duration(rng.IntN(30)), job: trace.JobID(rng.IntN(3)), runs: step}
+			d := item{at: time.Duration(rng.IntN(30)), job: trace.JobID(rng.IntN(3)), runs: step}
 			ref.push(d)
 			h.push(d)
 		case r < 9 && h.len() > 0:
@@ -72,7 +78,7 @@ func TestBinHeapAsSwapHeap(t *testing.T) {
 			}
 		case r < 11 && h.len() > 0:
 			// The top takes a later key and sinks, as the walk's family heads do.
-			d := deadline{at: h.items[0].at + time.Duration(rng.IntN(3)), job: trace.JobID(rng.IntN(3)), runs: step}
+			d := item{at: h.items[0].at + time.Duration(rng.IntN(3)), job: trace.JobID(rng.IntN(3)), runs: step}
 			ref.items[0], h.items[0] = d, d
 			ref.down(0)
 			h.down(0)

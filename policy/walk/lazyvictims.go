@@ -5,8 +5,7 @@ import "fmt"
 // Lazy victims. With exclusive YARN placement and the authors' victims, a pending job that
 // cannot fit even once every running job below it is preempted still preempts them all, and
 // the walk then places each back at its rank, mostly on exactly its GPUs, which cancels the
-// preemption (sjf at 10^6 synthetic jobs near saturation: every victim of four in five failed
-// attempts, three in four of all victims). A lazy victim is preempted on paper only: it stays on
+// preemption (near saturation, most victims of sjf; docs/simulator.md, "Speed"). A lazy victim is preempted on paper only: it stays on
 // its GPUs while the walk counts them as idle (free) and keeps, per node, how many GPUs lazy
 // victims hold, so that every placement the walk tries reads the cluster T that the victims'
 // releases would have left. Only their placement is saved, never a decision: the moment the
@@ -50,9 +49,6 @@ type lazyState struct {
 	// T (k from 1 to per). Their GPUs idle on the cluster do not change while they are lazy:
 	// every placement that could take one, and every release, releases the victims first.
 	reach []uint64
-	backs int // lazy victims that went back without a release (for tests)
-	// mats counts, by cause, the times lazy victims were released for real (for tests).
-	mats [3]int
 }
 
 // The causes of a release of lazy victims for real.
@@ -62,12 +58,9 @@ const (
 	matPlace        // a placement may take a lazy victim's node
 )
 
-// lazyOn reports whether an attempt of this walk may make its victims lazy: the policy asks
-// for them (sjf; fifo's victims mostly move, so there they cost more than they save), with
-// exclusive YARN placement and the authors' victims, and no lazy victims are left.
-func (g *greedy) lazyOn() bool {
-	return g.lazy && g.bySize && g.exclusive && !g.tentative && !g.exhaustive && g.lz.n == 0
-}
+// lazyOn reports whether an attempt of this walk may make its victims lazy: the shortcut applies
+// (shortcuts) and no lazy victims are left.
+func (g *greedy) lazyOn() bool { return g.lazy && g.lz.n == 0 }
 
 // level adds node nd to (on) or drops it from the set of nodes with at least k GPUs idle in T.
 func (z *lazyState) level(k, nd int, on bool) {
@@ -112,7 +105,7 @@ func (g *greedy) lazyRelease(r *ranked, part int) bool {
 		z.level(idle+1, nd, true)
 		reach = reach || idle+1 >= part
 	}
-	if checkLazy {
+	if g.checkLazy {
 		g.verify()
 	}
 	return reach
@@ -152,10 +145,6 @@ func (z *lazyState) clearNodes() {
 	}
 	z.nodes, z.free = z.nodes[:0], 0
 }
-
-// checkLazy makes every change of the lazy victims check the sets of nodes against the
-// cluster, and panic if one is off (tests).
-var checkLazy = false
 
 // verify checks reach, extra, gpu and free against the lazy victims and the cluster.
 func (g *greedy) verify() {
@@ -198,7 +187,7 @@ func (g *greedy) materialize(cause int) error {
 	if z.n == 0 {
 		return nil
 	}
-	z.mats[cause]++
+	g.stats.LazyReleases[cause]++
 	z.clearNodes()
 	for i := z.first; i < len(g.victims) && z.n > 0; i++ {
 		v := &g.victims[i]
@@ -214,7 +203,7 @@ func (g *greedy) materialize(cause int) error {
 			return fmt.Errorf("policy %s: preempt job %d: %w", g.name, v.j.ID, err)
 		}
 	}
-	if checkLazy {
+	if g.checkLazy {
 		g.verify()
 	}
 	return nil
@@ -273,8 +262,8 @@ func (g *greedy) lazyBack(vi int) bool {
 	if z.n == 0 {
 		z.nodes = z.nodes[:0]
 	}
-	z.backs++
-	if checkLazy {
+	g.stats.LazyBacks++
+	if g.checkLazy {
 		g.verify()
 	}
 	if g.remOn {

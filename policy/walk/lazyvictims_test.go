@@ -13,7 +13,7 @@ import (
 	"github.com/sharebench/sharebench/trace"
 )
 
-// TestLazyVictims runs sjf and its exhaustive walk, which never makes a victim lazy, on random
+// TestLazyVictims runs sjf with the fast and the reference executors on random
 // saturated traces (lazyTrace) where jobs of a node or more arrive among long small jobs that
 // fill the cluster: their attempts preempt every job below them and mostly fail, as at 10^6
 // synthetic jobs. The decision logs must be equal; lazy victims must go back without a release,
@@ -25,14 +25,13 @@ func TestLazyVictims(t *testing.T) {
 	backs, mats := 0, [3]int{}
 	for seed := range uint64(40) {
 		cfg, jobs := lazyTrace(seed)
-		p, logs := decideBoth(t, cfg, jobs, prof, "sjf")
+		st, logs := decideBoth(t, cfg, jobs, prof, "sjf")
 		if !bytes.Equal(logs[0], logs[1]) {
-			t.Errorf("seed %d: lazy victims and the exhaustive walk decide differently\n%s", seed, firstDiff(logs[0], logs[1]))
+			t.Errorf("seed %d: lazy victims and the reference decide differently\n%s", seed, firstDiff(logs[0], logs[1]))
 		}
-		b, m := walk.LazyVictims(p)
-		backs += b
-		for i := range m {
-			mats[i] += m[i]
+		backs += st.LazyBacks
+		for i, m := range st.LazyReleases {
+			mats[i] += m
 		}
 	}
 	t.Logf("lazy victims back without a release: %d; released for real as the job may fit: %d, as a victim may move: %d, for a placement: %d",
@@ -45,17 +44,15 @@ func TestLazyVictims(t *testing.T) {
 // TestLazyVictimsSets runs sjf on a few of TestLazyVictims' traces while every change of the lazy
 // victims checks the sets of nodes by GPUs idle in T against the cluster (it panics if one is
 // off). Sets that miss a node would change decisions, which TestLazyVictims sees; sets that keep
-// a stale node would only release victims for nothing. It does not run in parallel, as the check
-// is global.
+// a stale node would only release victims for nothing.
 func TestLazyVictimsSets(t *testing.T) {
+	t.Parallel()
 	prof := gavelProfile(t)
-	defer walk.CheckLazy()()
 	backs := 0
 	for seed := range uint64(8) {
 		cfg, jobs := lazyTrace(seed)
-		p, _ := decide(t, cfg, jobs, prof, "sjf")
-		b, _ := walk.LazyVictims(p)
-		backs += b
+		st, _ := decide(t, cfg, jobs, prof, "sjf", walk.WithLazyChecks())
+		backs += st.LazyBacks
 	}
 	if backs < 100 {
 		t.Errorf("%d lazy victims back without a release: the traces do not exercise them", backs)

@@ -12,13 +12,14 @@ import (
 
 	"github.com/sharebench/sharebench/cluster"
 	"github.com/sharebench/sharebench/policy"
+	"github.com/sharebench/sharebench/policy/builtin"
 	"github.com/sharebench/sharebench/policy/walk"
 	"github.com/sharebench/sharebench/profile"
 	"github.com/sharebench/sharebench/sim"
 	"github.com/sharebench/sharebench/trace"
 )
 
-// TestMergedWalk runs the policies on greedy and their exhaustive walks on random saturated
+// TestMergedWalk runs the fast and the reference executors on random saturated
 // traces with many families (models × GPU counts) and long queues, where the walk merges the
 // families (next) and prunes the merge's heap instead of scanning State.Pending. The decision
 // logs must be equal, and the traces must make the walks merge, both ways, and prune.
@@ -37,14 +38,13 @@ func TestMergedWalk(t *testing.T) {
 		cfg := sim.Config{Shape: shape, TraceName: fmt.Sprintf("seed %d", seed),
 			Restart: sim.RestartCost{Source: []sim.RestartSource{sim.RestartOff, sim.RestartAuto, sim.RestartLineage}[seed%3]}}
 		for _, spec := range specs {
-			p, logs := decideBoth(t, cfg, jobs, prof, spec)
+			st, logs := decideBoth(t, cfg, jobs, prof, spec)
 			if !bytes.Equal(logs[0], logs[1]) {
-				t.Errorf("seed %d %s: the merged walk and the exhaustive walk decide differently\n%s", seed, spec, firstDiff(logs[0], logs[1]))
+				t.Errorf("seed %d %s: the merged walk and the reference decide differently\n%s", seed, spec, firstDiff(logs[0], logs[1]))
 			}
-			m, e, n := walk.WalkMerges(p)
-			merges[spec] += m
-			soon[spec] += e
-			pruned[spec] += n
+			merges[spec] += st.Merges
+			soon[spec] += st.SoonMerges
+			pruned[spec] += st.Pruned
 		}
 	}
 	t.Logf("walks that merged: %v, at their first skip: %v; families pruned: %v", merges, soon, pruned)
@@ -59,27 +59,42 @@ func TestMergedWalk(t *testing.T) {
 	}
 }
 
-// decideBoth runs spec and its exhaustive walk on jobs and returns the policy that took the
-// shortcuts, after its run, and the two decision logs.
-func decideBoth(t *testing.T, cfg sim.Config, jobs []trace.Job, prof *profile.Table, spec string) (policy.Policy, [2][]byte) {
+// decideBoth runs spec with the fast executor and with the reference one, and returns the fast
+// one's counts of its shortcuts and the two decision logs.
+func decideBoth(t *testing.T, cfg sim.Config, jobs []trace.Job, prof *profile.Table, spec string) (*walk.Stats, [2][]byte) {
 	t.Helper()
-	p, a := decide(t, cfg, jobs, prof, spec)
-	_, b := decide(t, cfg, jobs, prof, exhaustive(t, spec))
-	return p, [2][]byte{a, b}
+	st, a := decide(t, cfg, jobs, prof, spec)
+	_, b, _ := decideWith(t, builtin.Registry(builtin.Reference()), cfg, jobs, prof, spec, 0)
+	return st, [2][]byte{a, b}
 }
 
-// decide runs spec on jobs and returns the policy, after its run, and its decision log.
-func decide(t *testing.T, cfg sim.Config, jobs []trace.Job, prof *profile.Table, spec string) (policy.Policy, []byte) {
+// decide runs spec with the fast executor (with opts) on jobs and returns the counts of its
+// shortcuts and its decision log.
+func decide(t *testing.T, cfg sim.Config, jobs []trace.Job, prof *profile.Table, spec string, opts ...walk.Option) (*walk.Stats, []byte) {
 	t.Helper()
-	p, log, _ := decideUntil(t, cfg, jobs, prof, spec, 0)
-	return p, log
+	st, log, _ := decideUntil(t, cfg, jobs, prof, spec, 0, opts...)
+	return st, log
 }
 
 // decideUntil is decide stopped at the first event past limit of simulated time (0: none); it
 // also reports whether it stopped.
-func decideUntil(t *testing.T, cfg sim.Config, jobs []trace.Job, prof *profile.Table, spec string, limit time.Duration) (policy.Policy, []byte, bool) {
+func decideUntil(t *testing.T, cfg sim.Config, jobs []trace.Job, prof *profile.Table, spec string, limit time.Duration, opts ...walk.Option) (*walk.Stats, []byte, bool) {
 	t.Helper()
-	p, err := walk.Builtin().New(spec)
+	st := &walk.Stats{}
+	log, stopped := decideIn(t, builtin.Registry(builtin.Fast(append(opts, walk.WithStats(st))...)), cfg, jobs, prof, spec, limit)
+	return st, log, stopped
+}
+
+// decideWith is decideUntil with the policies of registry r.
+func decideWith(t *testing.T, r *policy.Registry, cfg sim.Config, jobs []trace.Job, prof *profile.Table, spec string, limit time.Duration) (*walk.Stats, []byte, bool) {
+	t.Helper()
+	log, stopped := decideIn(t, r, cfg, jobs, prof, spec, limit)
+	return nil, log, stopped
+}
+
+func decideIn(t *testing.T, r *policy.Registry, cfg sim.Config, jobs []trace.Job, prof *profile.Table, spec string, limit time.Duration) ([]byte, bool) {
+	t.Helper()
+	p, err := r.New(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +115,7 @@ func decideUntil(t *testing.T, cfg sim.Config, jobs []trace.Job, prof *profile.T
 	if err := flush(); err != nil {
 		t.Fatal(err)
 	}
-	return p, buf.Bytes(), err != nil
+	return buf.Bytes(), err != nil
 }
 
 // burstyJobs draws n jobs in bursts of 1 to 6 arrivals, 0 to 145 s apart, each with a GPU

@@ -13,9 +13,9 @@ import (
 
 // TestMovedLogCompaction runs SJF-FFS and SJF-BSBF, which keep failures across calls, with a
 // log of changed GPUs bounded at a few entries, so that it drops its older entries often, and
-// requires the decisions of runs that keep no failure. (Not parallel: it sets movedCap.)
+// requires the decisions of runs that keep no failure.
 func TestMovedLogCompaction(t *testing.T) {
-	defer walk.SetMovedCap(walk.MaxMoved + 8)()
+	t.Parallel()
 	prof := gavelProfile(t)
 	models := []string{"resnet18", "resnet50", "lm", "a3c", "transformer", "cyclegan", "recommendation"}
 	compactions := map[string]int{}
@@ -26,9 +26,9 @@ func TestMovedLogCompaction(t *testing.T) {
 		cfg := sim.Config{Shape: shape, TraceName: fmt.Sprintf("seed %d", seed),
 			Restart: sim.RestartCost{Source: []sim.RestartSource{sim.RestartOff, sim.RestartAuto, sim.RestartLineage}[seed%3]}}
 		for _, spec := range []string{"sjf-ffs", "sjf-bsbf"} {
-			p, kept := decide(t, cfg, jobs, prof, spec)
-			_, none := decide(t, cfg, jobs, prof, spec+`{"no_kept_fails":true}`)
-			compactions[spec] += walk.MovedCompactions(p)
+			st, kept := decide(t, cfg, jobs, prof, spec, walk.WithMovedCap(walk.MaxMoved+8))
+			_, none := decide(t, cfg, jobs, prof, spec, walk.NoKeptFailures())
+			compactions[spec] += st.Compactions
 			if !bytes.Equal(kept, none) {
 				t.Errorf("seed %d %s: kept failures with a short log decide differently\n%s", seed, spec, firstDiff(kept, none))
 			}

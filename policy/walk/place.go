@@ -10,6 +10,7 @@ import (
 
 	"github.com/sharebench/sharebench/cluster"
 	"github.com/sharebench/sharebench/policy"
+	"github.com/sharebench/sharebench/policy/schedulers"
 	"github.com/sharebench/sharebench/trace"
 )
 
@@ -43,10 +44,8 @@ type placer struct {
 	arena  []int
 	order  []int
 	gpusOf [][]int // usable GPUs of each checked job
-	// scanOnly turns tooFew off (the exhaustive walk, which tests check it against).
-	scanOnly bool
-	lpci     []int32 // by index in lp: the index in checked of its resident (bestBenefit2)
-	solos    []solo  // by GPU (bestBenefit2; nil until first needed)
+	lpci   []int32 // by index in lp: the index in checked of its resident (bestBenefit2)
+	solos  []solo  // by GPU (bestBenefit2; nil until first needed)
 	// pairRows[gc*NCfg+cfg][tag] is the tagPair of a pending job of class gc and configuration
 	// cfg with a resident of the tag, once looked up (slowdowns do not change during a run).
 	pairRows [][]tagPair
@@ -68,6 +67,8 @@ type placer struct {
 	// reason (shareReason): built as a string only for the placement the policy chooses.
 	notes, bestNotes []checked
 	why              []byte // shareReason's buffer
+	// view is the Call that placements delegated to the declaration's rule see (delegate).
+	view *policy.Call
 }
 
 // note records partner c of the sharing placement being found, with Env.Explain.
@@ -95,8 +96,8 @@ func (p *placer) shareReason(notes []checked) string {
 }
 
 // solo is a copy, kept in the slot of a GPU, of what bestBenefit2's share check reads of the
-// running job alone on it. Near saturation every attempt scans hundreds of such GPUs, and
-// reading the jobs' own records, scattered in memory, is what made the scan slow. A copy is
+// running job alone on it: near saturation every attempt scans hundreds of such GPUs, and the
+// copies keep what the scan reads together (docs/simulator.md, "Speed"). A copy is
 // valid until the engine re-rates the job, which it does whenever it sets the job's progress,
 // rate or placement (State.Rerated); the placer sees every call's State (reset).
 type solo struct {
@@ -163,14 +164,13 @@ func (p *placer) reset(s *policy.State) {
 
 // residentOn returns the resident of candidate GPU g (one job, id) as the share check sees it,
 // from the job itself, and, for a running job not placed in this call, copies it into the GPU's
-// slot for the calls to come. The exhaustive walk (scanOnly) reads the jobs only, so that tests
-// check the copies against it.
+// slot for the calls to come.
 func (p *placer) residentOn(g int, id trace.JobID) (partner, error) {
 	r, err := p.resident(id)
 	if err != nil {
 		return partner{}, err
 	}
-	if j := r.job; j.Running && p.plannedAt[j.Idx] != p.call && !p.scanOnly {
+	if j := r.job; j.Running && p.plannedAt[j.Idx] != p.call {
 		p.solos[g] = soloOf(j)
 		p.solos[g].at, p.solos[g].etc = p.call, r.etc
 	}
@@ -194,7 +194,7 @@ func (p *placer) makeSolos() {
 // fresh reports whether slot sl still holds a copy of job id, running and not placed in this
 // call.
 func (p *placer) fresh(sl *solo, id trace.JobID) bool {
-	return sl.valid && sl.id == id && sl.tag > 0 && !p.scanOnly && p.plannedAt[sl.idx] != p.call
+	return sl.valid && sl.id == id && sl.tag > 0 && p.plannedAt[sl.idx] != p.call
 }
 
 // pairOf returns the slowdowns of a pending job (class gc, configuration cfg) and a resident of
@@ -325,7 +325,7 @@ func (p *placer) mayTake(j *policy.Job, g int) (bool, error) {
 			continue
 		}
 		etcA := rem * o.Excl.Seconds()
-		_, tCon, tSeq := shareAt(etcA, etcWait, r.etc, tp.xiA, tp.xiB)
+		_, tCon, tSeq := schedulers.ShareAt(etcA, etcWait, r.etc, tp.xiA, tp.xiB)
 		if !(tCon-tSeq >= 1e-9*(1+etcA+etcWait+r.etc)*(1+tp.xiA+tp.xiB)) {
 			return true, nil
 		}
@@ -365,7 +365,7 @@ func (sl *solo) failsSurely(now time.Duration, etcA, etcWait float64, tp tagPair
 	dt := max(0, float64(now-sl.p.At-sl.p.Overhead)*1e-9)
 	etcB := max(0, sl.t0-dt)
 	errB := 1e-12*(sl.t0+dt) + 1e-8
-	_, tCon, tSeq := shareAt(etcA, etcWait, etcB, tp.xiA, tp.xiB)
+	_, tCon, tSeq := schedulers.ShareAt(etcA, etcWait, etcB, tp.xiA, tp.xiB)
 	tol := tp.lip*errB + 1e-12*(etcA+etcWait+tp.xiA*etcA+(tp.xiB+1)*(etcB+errB))
 	return tCon-tSeq > tol // false for NaN: then the exact check decides
 }
@@ -427,7 +427,7 @@ func (p *placer) resident(id trace.JobID) (partner, error) {
 // it collects only idle GPUs and stops at need of them.
 func (p *placer) split(mem int64, need int, idleOnly bool) {
 	cl := p.s.Cluster
-	per, maxShare := cl.Shape().GPUsPerNode, cl.Shape().MaxShare // not the whole shape (see yarn)
+	per, maxShare := cl.Shape().GPUsPerNode, cl.Shape().MaxShare
 	p.hp, p.lp = p.hp[:0], p.lp[:0]
 	set := cluster.WithOpen
 	if idleOnly {
@@ -493,7 +493,7 @@ func (p *placer) shareable(j *policy.Job, opt int, g int) (bool, error) {
 func (p *placer) tooFew(j *policy.Job, opt int, both bool) (few, ok bool) {
 	cl := p.s.Cluster
 	sole := cl.Sole()
-	if p.scanOnly || cl.Shape().MaxShare != 2 || sole[0] > 0 {
+	if cl.Shape().MaxShare != 2 || sole[0] > 0 {
 		return false, false
 	}
 	env, o := p.s.Env, j.Options[opt]
@@ -573,10 +573,10 @@ func (p *placer) firstFit(j *policy.Job, opt int) (gpus []int, partners []trace.
 	return nil, nil, nil
 }
 
-// bestBenefit is the authors' bsbf placement (docs/paper.md §4.2): idle GPUs first; otherwise every
-// distinct job on the candidate GPUs is share-checked, passing partners are taken in order of
-// t_con, and their GPUs fill up the placement. score is the largest t_con of the partners used
-// (0 for an exclusive placement).
+// bestBenefit is schedulers.BestBenefit's share placement at one option, for at most two jobs per
+// GPU (bestBenefitPlace): idle GPUs first; otherwise every distinct job on the candidate GPUs is
+// share-checked, passing partners are taken in order of t_con, and their GPUs fill up the
+// placement. score is the largest t_con of the partners used (0 for an exclusive placement).
 func (p *placer) bestBenefit(j *policy.Job, opt int) (gpus []int, partners []trace.JobID, score float64, err error) {
 	p.notes = p.notes[:0]
 	need := j.GPUs
@@ -613,108 +613,11 @@ func (p *placer) bestBenefit(j *policy.Job, opt int) (gpus []int, partners []tra
 	if len(p.hp)+len(p.lp) < need {
 		return nil, nil, 0, nil
 	}
-	if p.s.Cluster.Shape().MaxShare <= 2 {
-		return p.bestBenefit2(j, opt, etcA, etcWait)
-	}
-	// Share-check every distinct job on the candidate GPUs once, in order of first appearance.
-	p.checked = p.checked[:0]
-	p.scratch()
-	p.nextTry()
-	usable := 0 // candidate GPUs whose jobs all pass
-	for _, g := range p.lp {
-		all := true
-		for _, id := range p.s.Cluster.Jobs(g) {
-			r, err := p.resident(id)
-			if err != nil {
-				return nil, nil, 0, err
-			}
-			if i := r.job.Idx; p.seenAt[i] == p.try {
-				all = all && p.checked[p.seen[i]].ok
-				continue
-			}
-			c := checked{id: id, gpu: g}
-			xiA, okA := p.s.Env.Xi(j, opt, r.job, r.opt)
-			xiB, okB := p.s.Env.Xi(r.job, r.opt, j, opt)
-			if okA && okB {
-				c.ok, c.tCon, c.tSeq = shareAt(etcA, etcWait, r.etc, xiA, xiB)
-			}
-			all = all && c.ok
-			p.seenAt[r.job.Idx], p.seen[r.job.Idx] = p.try, int32(len(p.checked))
-			p.checked = append(p.checked, c)
-		}
-		if all {
-			usable++
-		}
-	}
-	if len(p.hp)+usable < need {
-		return nil, nil, 0, nil
-	}
-	idx := func(id trace.JobID) int32 { return p.seen[p.s.Lookup(id).Idx] }
-	// A GPU can be used only if every job on it passed.
-	okFor := func(g int) bool {
-		for _, id := range p.s.Cluster.Jobs(g) {
-			if !p.checked[idx(id)].ok {
-				return false
-			}
-		}
-		return true
-	}
-	// Passing partners by t_con; stable, so equal t_con keep their order of first appearance.
-	p.order = p.order[:0]
-	for i, c := range p.checked {
-		if c.ok {
-			p.order = append(p.order, i)
-		}
-	}
-	slices.SortStableFunc(p.order, func(a, b int) int { return cmp.Compare(p.checked[a].tCon, p.checked[b].tCon) })
-	// Each partner's usable GPUs, in scan order (indexed like p.checked).
-	for len(p.gpusOf) < len(p.checked) {
-		p.gpusOf = append(p.gpusOf, nil)
-	}
-	for i := range p.checked {
-		p.gpusOf[i] = p.gpusOf[i][:0]
-	}
-	for _, g := range p.lp {
-		if okFor(g) {
-			for _, id := range p.s.Cluster.Jobs(g) {
-				i := idx(id)
-				p.gpusOf[i] = append(p.gpusOf[i], g)
-			}
-		}
-	}
-	p.tmp = p.tmp[:0]
-	have := len(p.hp)
-	for _, i := range p.order {
-		if have+len(p.tmp) >= need {
-			break
-		}
-		c := p.checked[i]
-		used := false
-		for _, g := range p.gpusOf[i] {
-			if p.taken(g) {
-				continue
-			}
-			p.tmp = append(p.tmp, g)
-			used = true
-			if have+len(p.tmp) >= need {
-				break
-			}
-		}
-		if used {
-			partners = append(partners, c.id)
-			score = max(score, c.tCon)
-			p.note(c)
-		}
-	}
-	if have+len(p.tmp) < need {
-		return nil, nil, 0, nil
-	}
-	gpus = p.keep(p.hp, p.tmp)
-	return gpus, partners, score, nil
+	return p.bestBenefit2(j, opt, etcA, etcWait)
 }
 
-// bestBenefit2 is bestBenefit past split when a GPU holds at most two jobs, so that each
-// candidate GPU has one resident.
+// bestBenefit2 is bestBenefit past split: a GPU holds at most two jobs, so each candidate GPU has
+// one resident.
 func (p *placer) bestBenefit2(j *policy.Job, opt int, etcA, etcWait float64) (gpus []int, partners []trace.JobID, score float64, err error) {
 	cl, env, cfg := p.s.Cluster, p.s.Env, j.Options[opt].Cfg
 	need := j.GPUs
@@ -748,14 +651,14 @@ func (p *placer) bestBenefit2(j *policy.Job, opt int, etcA, etcWait float64) (gp
 		}
 		if fresh {
 			if tp := p.pairOf(j.GC, cfg, sl.tag); tp.ok && !sl.failsSurely(now, etcA, etcWait, tp) {
-				c.ok, c.tCon, c.tSeq = shareAt(etcA, etcWait, sl.remTime(p.call, now), tp.xiA, tp.xiB)
+				c.ok, c.tCon, c.tSeq = schedulers.ShareAt(etcA, etcWait, sl.remTime(p.call, now), tp.xiA, tp.xiB)
 			}
 		} else {
 			rgc, rc := r.job.GC, r.job.Options[r.opt].Cfg
 			xiA, okA := env.Pair(j.GC, cfg, rgc, rc)
 			xiB, okB := env.Pair(rgc, rc, j.GC, cfg)
 			if okA && okB {
-				c.ok, c.tCon, c.tSeq = shareAt(etcA, etcWait, r.etc, xiA, xiB)
+				c.ok, c.tCon, c.tSeq = schedulers.ShareAt(etcA, etcWait, r.etc, xiA, xiB)
 			}
 		}
 		if !c.ok && !multi {
@@ -830,108 +733,11 @@ func (p *placer) bestBenefit2(j *policy.Job, opt int, etcA, etcWait float64) (gp
 	return p.keep(p.hp, p.tmp), partners, score, nil
 }
 
-// consolidated tries to fit the whole job inside one node, best-fit node first (docs/paper.md §5.6):
-// idle GPUs of the node first, then GPUs of partners on the node (share-checked when check is
-// set, first-fit otherwise). It returns nil when no single node works.
-func (p *placer) consolidated(j *policy.Job, opt int, check bool) (gpus []int, partners []trace.JobID, score float64, err error) {
-	cl := p.s.Cluster
-	sh := cl.Shape()
-	need := j.GPUs
-	if need > sh.GPUsPerNode || cl.Open() < need {
-		return nil, nil, 0, nil
-	}
-	type nodeKey struct{ n, fit, idle, work int }
-	keys := make([]nodeKey, 0, sh.Nodes)
-	for n := range sh.Nodes {
-		if cl.NodeOpen(n) < need {
-			continue
-		}
-		idle := cl.NodeIdle(n)
-		fit := sh.GPUsPerNode
-		if idle >= need {
-			fit = idle - need
-		}
-		keys = append(keys, nodeKey{n, fit, idle, cl.Workload(n)})
-	}
-	slices.SortStableFunc(keys, func(a, b nodeKey) int {
-		return cmp.Or(cmp.Compare(a.fit, b.fit), cmp.Compare(b.idle, a.idle), cmp.Compare(a.work, b.work))
-	})
-	o := j.Options[opt]
-	// A job preempted in this pass is still running on the tentative cluster: its remaining
-	// work is counted at now, not at its last update.
-	rem := j.RemIters(p.s.Now)
-	etcA := rem * o.Excl.Seconds()
-	etcWait := rem * j.Options[j.Fast].Excl.Seconds()
-	for _, k := range keys {
-		var idle, busy []int
-		for g := k.n * sh.GPUsPerNode; g < (k.n+1)*sh.GPUsPerNode; g++ {
-			if cl.Count(g) >= sh.MaxShare || cl.FreeMem(g) < o.Mem {
-				continue
-			}
-			if cl.Count(g) == 0 {
-				idle = append(idle, g)
-			} else {
-				busy = append(busy, g)
-			}
-		}
-		if len(idle) >= need {
-			return idle[:need], nil, 0, nil
-		}
-		if len(idle)+len(busy) < need {
-			continue
-		}
-		type cand struct {
-			g    int
-			tCon float64
-			ids  []trace.JobID
-		}
-		var cs []cand
-		for _, g := range busy {
-			c := cand{g: g, ids: slices.Clone(cl.Jobs(g))}
-			ok := true
-			for _, id := range c.ids {
-				r, err := p.resident(id)
-				if err != nil {
-					return nil, nil, 0, err
-				}
-				xiA, okA := p.s.Env.Xi(j, opt, r.job, r.opt)
-				xiB, okB := p.s.Env.Xi(r.job, r.opt, j, opt)
-				if !okA || !okB {
-					ok = false
-					break
-				}
-				if check {
-					share, tCon, _ := shareAt(etcA, etcWait, r.etc, xiA, xiB)
-					ok = ok && share
-					c.tCon = max(c.tCon, tCon)
-				}
-			}
-			if ok {
-				cs = append(cs, c)
-			}
-		}
-		if len(idle)+len(cs) < need {
-			continue
-		}
-		slices.SortStableFunc(cs, func(a, b cand) int { return cmp.Compare(a.tCon, b.tCon) })
-		gpus = idle
-		for _, c := range cs[:need-len(idle)] {
-			gpus = append(gpus, c.g)
-			partners = appendNew(partners, c.ids...)
-			score = max(score, c.tCon)
-		}
-		return gpus, partners, score, nil
-	}
-	return nil, nil, 0, nil
-}
-
 // yarn is the authors' exclusive placement for the non-sharing baselines (docs/paper.md §5.9): a job of
 // up to one node's GPUs goes to the first node (by ID) with enough idle GPUs; a larger job takes
 // whole idle nodes plus one node for the remainder.
 func (p *placer) yarn(j *policy.Job) []int {
 	cl := p.s.Cluster
-	// Not the whole shape: the compiler copied it twice, and the second copy waited on the
-	// first's stores at every placement.
 	need, per := j.GPUs, cl.Shape().GPUsPerNode
 	if cl.Idle() < need {
 		return nil

@@ -77,14 +77,13 @@ func boundA(e, now time.Duration) float64 {
 }
 
 // lower reports whether x ranks below y: Compare(x.k, x.j, y.k, y.j) > 0 on the copies in the
-// entries, which spares loading jobs.
+// entries. Equal first keys and NaNs go to lowerTie.
 func lower(x, y *ranked) bool {
-	// Small enough to inline; equal first keys and NaNs go to lowerTie.
 	return x.k.A > y.k.A || !(x.k.A < y.k.A) && lowerTie(x, y)
 }
 
-// lowerTie is lower for first keys that are equal, or NaN. It stays a call, so that lower
-// inlines.
+// lowerTie is lower for first keys that are equal, or NaN: the rare case, kept out of line so
+// that lower stays small enough to be inlined.
 //
 //go:noinline
 func lowerTie(x, y *ranked) bool {
@@ -214,9 +213,8 @@ func (r *runSet) clear() {
 type fentry struct {
 	a float64 // pool[slot].k.A
 	// si holds the slot in pool (the high 32 bits) and the index in items (-1 for a job put
-	// back) times two, plus one if the key is exact (the low 32 bits): 16 bytes an entry, which
-	// the heap's moves copy. One word, not two int32 fields: the compiler stored those apart
-	// and loaded them as one word, which waited on both stores at every expand.
+	// back) times two, plus one if the key is exact (the low 32 bits): the heap moves 16 bytes
+	// an entry.
 	si uint64
 }
 
@@ -288,9 +286,8 @@ func (r *runSet) expand(i int32) {
 // lowest returns the lowest-priority job not taken out in this call, with its exact key, or nil.
 // The entry is the set's own, valid until the set next changes (lowest, start, putBack, or put
 // and remove between calls): callers copy what they keep. A drain set computes its keys itself
-// (runRemKey's, through remKeyIters) and ignores key. The entry's at is left as it was (no one
-// reads at once the key is exact): a copy stamped with the call's time cost two more copies of
-// the entry at every victim (sjf, 10^5 jobs: 1% of the instructions).
+// (runRemKey's, through remKeyIters) and ignores key. The entry's at is left as it was: no one
+// reads it once the key is exact.
 func (r *runSet) lowest(key func(*policy.Job) policy.Key) *ranked {
 	if r.fixed {
 		return r.fixedLowest()
@@ -344,12 +341,11 @@ func (r *runSet) putBack(x ranked) {
 // fbefore orders frontier entries as less orders items: a total order (IDs are unique), so any
 // heap of them pops in one order.
 func (r *runSet) fbefore(x, y *fentry) bool {
-	// Small enough to inline into the heap's loops; ties and NaNs go to ftie.
+	// Ties and NaNs go to ftie.
 	return x.a > y.a || !(x.a < y.a) && r.ftie(x, y)
 }
 
-// ftie orders frontier entries whose first keys are equal, or NaN. It stays a call, so that
-// fbefore inlines.
+// ftie orders frontier entries whose first keys are equal, or NaN, out of line as lowerTie.
 //
 //go:noinline
 func (r *runSet) ftie(x, y *fentry) bool { return lower(&r.pool[x.slot()], &r.pool[y.slot()]) }

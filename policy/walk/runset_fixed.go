@@ -11,8 +11,8 @@ import (
 // fixedSet is runSet for fixed keys: the running jobs in a list sorted lowest priority first.
 // A call takes victims from the front with a cursor; putting a job in or out moves the list's
 // tail by one, which costs less than the frontier's heap steps at every victim. The entries sit
-// in slots, as many as jobs run at once, rather than by job index: those of a few thousand
-// running jobs stay in cache, where a table for every job of a large trace would not.
+// in slots, as many as jobs run at once, rather than by job index, so they stay few and close
+// together however large the trace.
 type fixedSet struct {
 	fixed  bool
 	order  []int32  // slots, lowest priority first

@@ -212,3 +212,8 @@ func walkBoth(t *testing.T, rng *rand.Rand, call int, now time.Duration, key fun
 		}
 	}
 }
+
+// runRemKey is the SJF key of running jobs at now, as the drain set computes it.
+func runRemKey(now time.Duration) func(*policy.Job) policy.Key {
+	return func(j *policy.Job) policy.Key { k, _ := remKeyIters(j, now); return k }
+}

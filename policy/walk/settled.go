@@ -42,7 +42,7 @@ import (
 
 // settles reports whether g's walks leave the cluster settled.
 func (g *greedy) settles() bool {
-	return g.preempt && g.exclusive && g.bySize && g.timeless && !g.tentative && !g.exhaustive
+	return g.sc.settled
 }
 
 // quiet reports, before sync, whether nothing but time and arrivals changed since a walk that
@@ -160,15 +160,9 @@ type settledState struct {
 	// earlyLo and earlyHi bound, in the running set's order, jobs ranked below the walk's first
 	// job W that the walk sets aside in this call, each fixed early or too close to its end.
 	earlyLo, earlyHi int
-	earlySkips       int // running jobs of the range that attempts passed in bulk (for tests)
 	nodes            []nodeIdle
 	arrived          int           // jobs of State.Jobs that had arrived by the last call
 	arr              []*policy.Job // arrivals, reused
-	skips            int           // calls the shortcut answered (for tests)
-	fixed            int           // running jobs fixEarly left in place (for tests)
-	merges           int           // walks that merged the families (for tests)
-	soonMerges       int           // of those, walks that merged at their first skip (soonWalks; for tests)
-	pruned           int           // families prune dropped from the merge's heap (for tests)
 }
 
 // A call after a walk that left the cluster settled, with finished jobs among the changes, walks
@@ -271,7 +265,7 @@ func (g *greedy) fixEarly(s *policy.State) int {
 			}
 		}
 		marked++
-		g.fixed++
+		g.stats.EarlyFixed++
 		for k := range g.nodes {
 			x := &g.nodes[k]
 			for _, gpu := range p.On {

@@ -59,21 +59,15 @@ type remState struct {
 	inL      []uint32
 	placed   []placed // this call's placements in walk order, with the walk's keys
 	answered bool     // the shortcut answered this call
-	// reordered counts the calls that walked because L's order changed, rounded those that
-	// walked because a key changed its form, packed the jobs that the shortcut left in place
-	// (for tests).
-	reordered, rounded, packed int
 }
 
 // remSettles reports whether g's walks leave the cluster settled for the shortcut above.
 func (g *greedy) remSettles() bool {
-	return g.preempt && g.exclusive && g.bySize && g.drain && !g.tentative && !g.exhaustive
+	return g.sc.remSettled
 }
 
 // remBegin starts a call's bookkeeping when the shortcut applies to g (remOn), before sync, and
-// reports whether the call is quiet (remQuiet). Run calls it on the line of another statement:
-// a line more in run would move run's calls off the lines default.pgo knows them by, and the
-// compiler would no longer inline the hot ones (fixEarly, arrivals).
+// reports whether the call is quiet (remQuiet).
 func (g *greedy) remBegin(s *policy.State) bool {
 	if g.remOn = g.remSettles(); !g.remOn {
 		return false
@@ -130,7 +124,7 @@ func (g *greedy) remSkip(s *policy.State) bool {
 				continue
 			}
 			if k, iters := remKeyIters(j, now); takes(j, k, iters) { // runKey is runRemKey (drain)
-				r.rounded++
+				g.stats.Rounded++
 				return false
 			}
 		}
@@ -146,7 +140,7 @@ func (g *greedy) remSkip(s *policy.State) bool {
 	}
 	for _, v := range r.wait { // they wait still: only a walk starts them, and it makes a new list
 		if policy.Compare(v.j.K, v.j, v.k, v.j) < 0 {
-			r.rounded++
+			g.stats.Rounded++
 			return false // a stopped victim ranks higher than in the walk
 		}
 	}
@@ -160,11 +154,11 @@ func (g *greedy) remSkip(s *policy.State) bool {
 		for i, j := range r.l {
 			if k, iters := remKeyIters(j, now); takes(j, k, iters) {
 				if policy.Compare(k, j, r.lk[i], j) > 0 {
-					r.rounded++
+					g.stats.Rounded++
 					return false // it ranks lower than in the walk: a waiting job may pass it
 				}
 				if prev != nil && policy.Compare(k, j, pk, prev) <= 0 {
-					r.reordered++
+					g.stats.Reordered++
 					return false // L's order changed
 				}
 				prev, pk = j, k
@@ -178,7 +172,7 @@ func (g *greedy) remSkip(s *policy.State) bool {
 	}
 	r.l, r.nl, r.lk, r.nlk = r.nl, r.l, r.nlk, r.lk
 	r.wait = r.wait[:0] // checked: both keys stay while the victims wait
-	r.packed += len(r.l)
+	g.stats.Packed += len(r.l)
 	r.answered = true
 	return true
 }

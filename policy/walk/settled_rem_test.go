@@ -8,12 +8,12 @@ import (
 	"time"
 
 	"github.com/sharebench/sharebench/cluster"
-	"github.com/sharebench/sharebench/policy/walk"
+	"github.com/sharebench/sharebench/policy/builtin"
 	"github.com/sharebench/sharebench/sim"
 	"github.com/sharebench/sharebench/trace"
 )
 
-// TestRemSettledShortcut runs sjf and its exhaustive walk, which never takes the settled shortcut
+// TestRemSettledShortcut runs sjf with the fast executor and the reference, which never takes the settled shortcut
 // of remaining-time keys (settled_rem.go), on random saturated traces: arrivals in bursts and
 // alone, jobs of up to two nodes and of every length, jobs too short to be preempted, with and
 // without restart costs (whose overheads hold keys still and so reorder the packing), the
@@ -46,13 +46,12 @@ func TestRemSettledShortcut(t *testing.T) {
 		if seed%5 == 2 {
 			cfg.Interval = 150 * time.Second
 		}
-		p, logs := decideBoth(t, cfg, jobs, prof, spec)
-		skips += walk.SettledSkips(p)
-		r, _, k := walk.RemSettled(p)
-		reordered += r
-		packed += k
+		st, logs := decideBoth(t, cfg, jobs, prof, spec)
+		skips += st.Settled
+		reordered += st.Reordered
+		packed += st.Packed
 		if !bytes.Equal(logs[0], logs[1]) {
-			t.Errorf("seed %d: the shortcut and the exhaustive walk decide differently\n%s", seed, firstDiff(logs[0], logs[1]))
+			t.Errorf("seed %d: the shortcut and the reference decide differently\n%s", seed, firstDiff(logs[0], logs[1]))
 		}
 	}
 	t.Logf("calls answered by the shortcut: %d, walked as their packing reordered: %d; jobs of packings left in place: %d", skips, reordered, packed)
@@ -68,7 +67,7 @@ func TestRemSettledShortcut(t *testing.T) {
 // the restart overhead holds its key still. Then an arrival fits on the idle GPU: a quiet call.
 // When 0's key as a running job ranks it below 1, the walk takes 0 (for W, job 4 of the whole
 // node, 0 then being below 1; or for W = 1 itself) and 1 takes its GPUs. Across arrival times
-// that must happen, the shortcut must see it, and the decisions must be the exhaustive walk's.
+// that must happen, the shortcut must see it, and the decisions must be the reference's.
 func TestRemKeyForm(t *testing.T) {
 	t.Parallel()
 	shape := cluster.Shape{Nodes: 1, GPUsPerNode: 4, GPUMemBytes: 16 * cluster.GiB, MaxShare: 1}
@@ -89,13 +88,12 @@ func TestRemKeyForm(t *testing.T) {
 				jobs = append(jobs, trace.Job{ID: 4, Submit: t1 + time.Second, GPUs: 4, Iters: 1000, Model: "w", Batch: 32, IterTime: short})
 			}
 			cfg.TraceName = fmt.Sprintf("W %v, arrival %v", withW, t1)
-			p, logs := decideBoth(t, cfg, jobs, nil, "sjf")
+			st, logs := decideBoth(t, cfg, jobs, nil, "sjf")
 			if !bytes.Equal(logs[0], logs[1]) {
-				t.Errorf("%s: the shortcut and the exhaustive walk decide differently\n%s", cfg.TraceName, firstDiff(logs[0], logs[1]))
+				t.Errorf("%s: the shortcut and the reference decide differently\n%s", cfg.TraceName, firstDiff(logs[0], logs[1]))
 			}
-			_, r, _ := walk.RemSettled(p)
-			rounded += r
-			skips += walk.SettledSkips(p)
+			rounded += st.Rounded
+			skips += st.Settled
 		}
 		if rounded == 0 || skips == 0 {
 			t.Errorf("W %v: %d calls walked as a key changed its form, %d answered by the shortcut: the traces do not exercise them", withW, rounded, skips)
@@ -135,14 +133,13 @@ func TestRemSettledTies(t *testing.T) {
 		if rng.IntN(3) == 0 {
 			cfg.Interval = 10 * time.Second
 		}
-		p, a, stopped := decideUntil(t, cfg, jobs, nil, "sjf", 48*time.Hour)
-		_, b, _ := decideUntil(t, cfg, jobs, nil, `sjf{"exhaustive":true}`, 48*time.Hour)
+		st, a, stopped := decideUntil(t, cfg, jobs, nil, "sjf", 48*time.Hour)
+		_, b, _ := decideWith(t, builtin.Registry(builtin.Reference()), cfg, jobs, nil, "sjf", 48*time.Hour)
 		if !bytes.Equal(a, b) {
-			t.Errorf("seed %d: the shortcut and the exhaustive walk decide differently\n%s", seed, firstDiff(a, b))
+			t.Errorf("seed %d: the shortcut and the reference decide differently\n%s", seed, firstDiff(a, b))
 		}
-		skips += walk.SettledSkips(p)
-		_, r, _ := walk.RemSettled(p)
-		rounded += r
+		skips += st.Settled
+		rounded += st.Rounded
 		if stopped {
 			cut++
 		}

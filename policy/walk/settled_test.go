@@ -8,13 +8,12 @@ import (
 	"time"
 
 	"github.com/sharebench/sharebench/cluster"
-	"github.com/sharebench/sharebench/policy/walk"
 	"github.com/sharebench/sharebench/sim"
 	"github.com/sharebench/sharebench/trace"
 )
 
 // TestSettledShortcut runs the policies whose walks leave the cluster settled (settled.go) and
-// their exhaustive walks, which never take the shortcut, on random saturated traces: bursts of
+// the reference executor, which never takes the shortcut, on random saturated traces: bursts of
 // arrivals, jobs of up to two nodes, jobs too short to be preempted, with and without restart
 // costs, the lineage's per-event overhead (which gives progress back) and scheduling rounds. The
 // decision logs must be equal, the shortcut must answer a good share of the calls, and calls
@@ -47,13 +46,12 @@ func TestSettledShortcut(t *testing.T) {
 			cfg.Interval = 150 * time.Second
 		}
 		for _, spec := range specs {
-			p, logs := decideBoth(t, cfg, jobs, prof, spec)
-			skips[spec] += walk.SettledSkips(p)
-			f, b := walk.EarlyFixed(p)
-			fixed[spec] += f
-			bulk[spec] += b
+			st, logs := decideBoth(t, cfg, jobs, prof, spec)
+			skips[spec] += st.Settled
+			fixed[spec] += st.EarlyFixed
+			bulk[spec] += st.EarlySkipped
 			if !bytes.Equal(logs[0], logs[1]) {
-				t.Errorf("seed %d %s: the shortcut and the exhaustive walk decide differently\n%s", seed, spec, firstDiff(logs[0], logs[1]))
+				t.Errorf("seed %d %s: the shortcut and the reference decide differently\n%s", seed, spec, firstDiff(logs[0], logs[1]))
 			}
 		}
 	}
@@ -69,17 +67,4 @@ func TestSettledShortcut(t *testing.T) {
 			t.Errorf("%s: attempts passed %d running jobs of fixEarly's ranges in bulk: the traces do not exercise it", spec, bulk[spec])
 		}
 	}
-}
-
-// exhaustive adds "exhaustive":true to a policy spec.
-func exhaustive(t *testing.T, spec string) string {
-	t.Helper()
-	key, args, err := walk.Builtin().Resolve(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(args) == 0 || string(args) == "{}" {
-		return key + `{"exhaustive":true}`
-	}
-	return key + `{"exhaustive":true,` + string(args[1:])
 }

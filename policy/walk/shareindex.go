@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"github.com/sharebench/sharebench/policy"
+	"github.com/sharebench/sharebench/policy/schedulers"
 	"github.com/sharebench/sharebench/trace"
 )
 
@@ -229,7 +230,7 @@ func (p *placer) indexed(j *policy.Job, opt int, etcA, etcWait float64) (gpus []
 				e := l[i]
 				if len(best) == k {
 					// t_con grows with the remaining time: from here on it can only be larger.
-					_, tc, _ := ShareCheck(etcA, max(0, e.f-nowS-errB), tp.xiA, tp.xiB)
+					_, tc, _ := schedulers.ShareCheck(etcA, max(0, e.f-nowS-errB), tp.xiA, tp.xiB)
 					if tc-delta > best[k-1].tCon {
 						break
 					}
@@ -242,7 +243,7 @@ func (p *placer) indexed(j *policy.Job, opt int, etcA, etcWait float64) (gpus []
 				if !p.fresh(sl, cl.Jobs(g)[0]) {
 					continue
 				}
-				pass, tCon, tSeq := shareAt(etcA, etcWait, sl.remTime(p.call, s.Now), tp.xiA, tp.xiB)
+				pass, tCon, tSeq := schedulers.ShareAt(etcA, etcWait, sl.remTime(p.call, s.Now), tp.xiA, tp.xiB)
 				if pass {
 					var on []int
 					if sl.multi {
@@ -276,7 +277,7 @@ func (p *placer) indexed(j *policy.Job, opt int, etcA, etcWait float64) (gpus []
 		if !okA || !okB {
 			continue
 		}
-		if pass, tCon, tSeq := shareAt(etcA, etcWait, r.etc, xiA, xiB); pass {
+		if pass, tCon, tSeq := schedulers.ShareAt(etcA, etcWait, r.etc, xiA, xiB); pass {
 			consider(ixCand{tCon, tSeq, first(id, g, r.job.GPUs > 1, p.ix.planned), scanKey(g), g, id})
 		} else {
 			p.plannedFails(etcA, etcWait, r.etc, newTagPair(xiA, xiB))

@@ -2,22 +2,20 @@ package walk_test
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/sharebench/sharebench/bench"
 	"github.com/sharebench/sharebench/cluster"
 	"github.com/sharebench/sharebench/profile"
 	"github.com/sharebench/sharebench/sim"
 	"github.com/sharebench/sharebench/trace"
 )
 
-// TestShareIndexEqualsScan runs sjf-bsbf, which finds partners with its share index, and its
-// exhaustive walk, which scans every GPU, on traces made of identical jobs arriving in bursts:
+// TestShareIndexEqualsScan runs sjf-bsbf, which finds partners with its share index, and the
+// reference executor, whose rule scans every GPU, on traces made of identical jobs arriving in bursts:
 // residents with equal remaining times tie on t_con, and only the scan order tells them apart.
 // The decision logs must be equal.
 func TestShareIndexEqualsScan(t *testing.T) {
@@ -49,22 +47,12 @@ func TestShareIndexEqualsScan(t *testing.T) {
 			}
 			at += time.Duration(rng.IntN(3)) * 20 * time.Second
 		}
-		run := func(policyName string) []byte {
-			var buf bytes.Buffer
-			obs, flush := sim.JSONLWriter(&buf)
-			spec := bench.SimSpec{Jobs: jobs, TraceName: "bursts", Policy: policyName, Profile: prof, Observer: obs, Shape: shape}
-			if _, err := bench.Simulate(context.Background(), spec, "", false); err != nil {
-				t.Fatal(err)
-			}
-			if err := flush(); err != nil {
-				t.Fatal(err)
-			}
-			return buf.Bytes()
-		}
-		for _, p := range [][2]string{{"sjf-bsbf", `sjf-bsbf{"exhaustive":true}`}, {`sjf-bsbf{"sub_batch":false}`, `sjf-bsbf{"sub_batch":false,"exhaustive":true}`}} {
-			got, want := run(p[0]), run(p[1])
+		cfg := sim.Config{Shape: shape, TraceName: "bursts"}
+		for _, spec := range []string{"sjf-bsbf", `sjf-bsbf{"sub_batch":false}`} {
+			_, logs := decideBoth(t, cfg, jobs, prof, spec)
+			got, want := logs[0], logs[1]
 			if !bytes.Equal(got, want) {
-				t.Errorf("seed %d, %s: the share index and the scan decide differently\n%s", seed, p[0], firstDiff(got, want))
+				t.Errorf("seed %d, %s: the share index and the scan decide differently\n%s", seed, spec, firstDiff(got, want))
 			}
 			shared += bytes.Count(got, []byte(`"partners":[`)) - bytes.Count(got, []byte(`"partners":[]`))
 		}
@@ -78,7 +66,7 @@ func firstDiff(a, b []byte) string {
 	la, lb := bytes.Split(a, []byte("\n")), bytes.Split(b, []byte("\n"))
 	for i := range min(len(la), len(lb)) {
 		if !bytes.Equal(la[i], lb[i]) {
-			return fmt.Sprintf("line %d:\n index: %s\n scan:  %s", i+1, la[i], lb[i])
+			return fmt.Sprintf("line %d:\n fast:      %s\n reference: %s", i+1, la[i], lb[i])
 		}
 	}
 	return "one log is a prefix of the other"
@@ -109,19 +97,7 @@ func TestShareIndexBranchPoint(t *testing.T) {
 		{ID: 2, Submit: 100 * profile.Seconds(step), GPUs: 2, Iters: 200, Model: "resnet18", Batch: 16},
 	}
 	shape := cluster.Shape{Nodes: 1, GPUsPerNode: 2, GPUMemBytes: 16 * cluster.GiB, MaxShare: 2}
-	var logs [2][]byte
-	for k, p := range []string{"sjf-bsbf", `sjf-bsbf{"exhaustive":true}`} {
-		var buf bytes.Buffer
-		obs, flush := sim.JSONLWriter(&buf)
-		spec := bench.SimSpec{Jobs: jobs, TraceName: "branch-point", Policy: p, Profile: prof, Observer: obs, Shape: shape}
-		if _, err := bench.Simulate(context.Background(), spec, "", false); err != nil {
-			t.Fatalf("%s: %v", p, err)
-		}
-		if err := flush(); err != nil {
-			t.Fatal(err)
-		}
-		logs[k] = buf.Bytes()
-	}
+	_, logs := decideBoth(t, sim.Config{Shape: shape, TraceName: "branch-point"}, jobs, prof, "sjf-bsbf")
 	if !bytes.Equal(logs[0], logs[1]) {
 		t.Errorf("the share index and the scan decide differently\n%s", firstDiff(logs[0], logs[1]))
 	}

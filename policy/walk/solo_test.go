@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sharebench/sharebench/policy"
+	"github.com/sharebench/sharebench/policy/schedulers"
 )
 
 // TestFailsSurely draws residents, pending jobs and times and checks that failsSurely never
@@ -33,7 +34,7 @@ func TestFailsSurely(t *testing.T) {
 		}
 		etcWait := etcA * (0.5 + 0.5*rng.Float64())
 		xiA, xiB := 0.95+1.5*rng.Float64(), 0.95+1.5*rng.Float64()
-		share, tCon, tSeq := shareAt(etcA, etcWait, exact, xiA, xiB)
+		share, tCon, tSeq := schedulers.ShareAt(etcA, etcWait, exact, xiA, xiB)
 		sure := sl.failsSurely(now, etcA, etcWait, newTagPair(xiA, xiB))
 		if sure && share {
 			t.Fatalf("failsSurely for a check that passes: etcA=%v etcWait=%v etcB=%v xi=%v,%v", etcA, etcWait, exact, xiA, xiB)

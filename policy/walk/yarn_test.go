@@ -63,12 +63,6 @@ func TestYarnStill(t *testing.T) {
 	if still < 200 || declined < 200 {
 		t.Fatalf("yarnStill said %d times that a job still fails and declined %d times: too few cases", still, declined)
 	}
-	// The exhaustive walk never skips a try.
-	g := &greedy{bySize: true, exclusive: true, exhaustive: true}
-	g.s = &policy.State{Cluster: cluster.New(cluster.Shape{Nodes: 1, GPUsPerNode: 2, GPUMemBytes: cluster.GiB, MaxShare: 1})}
-	if g.yarnStill(&policy.Job{Job: trace.Job{GPUs: 2}}, &policy.Job{On: []int{0}}) {
-		t.Fatal("yarnStill skips a try in the exhaustive walk")
-	}
 }
 
 // TestSameSet checks sameSet on placements in order, shuffled, and differing in one GPU.

@@ -1,4 +1,4 @@
-package walk
+package schedulers
 
 import (
 	"math"
