@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/sharebench/sharebench/engine"
 	"github.com/sharebench/sharebench/internal/fsutil"
@@ -127,12 +126,7 @@ func SweepSlurm(ctx context.Context, runs []RunSpec, outRoot string, opt SlurmSw
 			for _, x := range arrays {
 				jobs = append(jobs, x.JobID)
 			}
-			if len(jobs) > 0 {
-				cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-				err = errors.Join(err, s.Cancel(cctx, jobs))
-				cancel()
-			}
-			return out, err
+			return out, s.CancelAll(jobs, err)
 		}
 		offsetOf[sub.JobID], _ = strconv.Atoi(a.Args[len(a.Args)-1])
 		arrays = append(arrays, sub)

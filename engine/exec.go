@@ -128,6 +128,35 @@ func run(ctx context.Context, engine, name string, args []string, stdin []byte) 
 	if stdin != nil {
 		cmd.Stdin = bytes.NewReader(stdin)
 	}
+	out, err := runCmd(cmd, engine)
+	if err != nil && ctx.Err() != nil {
+		return out, fmt.Errorf("%s: %s: %w", engine, filepath.Base(name), context.Cause(ctx))
+	}
+	return out, err
+}
+
+// cleanupTimeout bounds a cleanup command: kubectl delete, scancel.
+const cleanupTimeout = 30 * time.Second
+
+// runCleanup runs a command that undoes what an engine started (kubectl delete, scancel),
+// usually after the caller's context was cancelled: with a fresh context bounded by limit, in a
+// process group of its own (detach), so that a second Ctrl-C cannot kill it half-way, and the
+// whole group killed when the limit passes.
+func runCleanup(limit time.Duration, engine, name string, args []string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	detach(cmd)
+	out, err := runCmd(cmd, engine)
+	if err != nil && ctx.Err() != nil {
+		return out, fmt.Errorf("%s: %s: stopped after %s without an answer", engine, filepath.Base(name), limit)
+	}
+	return out, err
+}
+
+// runCmd runs cmd and returns its standard output, or an error that names the engine and the
+// command and carries its standard error.
+func runCmd(cmd *exec.Cmd, engine string) ([]byte, error) {
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	cmd.WaitDelay = 5 * time.Second
@@ -135,17 +164,15 @@ func run(ctx context.Context, engine, name string, args []string, stdin []byte) 
 	if err == nil {
 		return out.Bytes(), nil
 	}
-	if ctx.Err() != nil {
-		return out.Bytes(), fmt.Errorf("%s: %s: %w", engine, filepath.Base(name), context.Cause(ctx))
-	}
+	name := filepath.Base(cmd.Args[0])
 	msg := strings.TrimSpace(errb.String())
 	if len(msg) > 2000 {
 		msg = msg[len(msg)-2000:]
 	}
 	if msg != "" {
-		return out.Bytes(), fmt.Errorf("%s: %s: %w: %s", engine, filepath.Base(name), err, msg)
+		return out.Bytes(), fmt.Errorf("%s: %s: %w: %s", engine, name, err, msg)
 	}
-	return out.Bytes(), fmt.Errorf("%s: %s: %w", engine, filepath.Base(name), err)
+	return out.Bytes(), fmt.Errorf("%s: %s: %w", engine, name, err)
 }
 
 // TailLines returns the last n lines of b.

@@ -1,10 +1,12 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -12,7 +14,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/sharebench/sharebench/internal/fsutil"
 )
@@ -523,8 +524,8 @@ type KubeHooks struct {
 
 // Run applies j (after saving its manifest in dir as NAME.json), follows its pods, saves each
 // finished pod's log in dir (POD.log) and hands it to the hooks, and deletes the Job and
-// ConfigMap at the end. On cancellation it deletes the Job (and so its pods) and returns ctx's
-// error.
+// ConfigMap at the end (remove). On cancellation it deletes the Job (and so its pods) and the
+// ConfigMap and returns ctx's error, joined with the deletion's when that fails.
 func (k *Kube) Run(ctx context.Context, j IndexedJob, dir string, h KubeHooks) error {
 	log := k.log()
 	manifest, err := k.Manifest(j)
@@ -656,21 +657,38 @@ func (k *Kube) Run(ctx context.Context, j IndexedJob, dir string, h KubeHooks) e
 	return nil
 }
 
-// remove deletes the Job (its pods go with it) and the ConfigMap, with a fresh bounded
-// context.
+// remove deletes the Job (its pods go with it) and the ConfigMap. kubectl runs detached from
+// sharebench's process group and bounded in time (runCleanup): the caller's context is usually
+// the cancelled one, and a second Ctrl-C must not kill the deletion half-way. When it fails,
+// the error (also logged) names what kubectl did not report deleted and the command that
+// deletes it.
 func (k *Kube) remove(name string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	_, err := k.kubectl(ctx, nil, "delete", "job,configmap", name, "--ignore-not-found", "--wait=false")
-	if err != nil {
-		k.log().Warn("cannot delete the job", "engine", NameKubernetes, "job", name, "err", err)
+	kubectl := orString(k.Config.Kubectl, "kubectl")
+	out, err := runCleanup(cleanupTimeout, NameKubernetes, kubectl, k.KubectlArgs("delete", "job,configmap", name, "--ignore-not-found", "--wait=false"))
+	if err == nil {
+		return nil
 	}
+	var kinds, left []string
+	for _, r := range []struct{ kind, printed string }{{"job", "job.batch"}, {"configmap", "configmap"}} {
+		if !bytes.Contains(out, []byte(r.printed+` "`+name+`" deleted`)) {
+			kinds, left = append(kinds, r.kind), append(left, r.kind+"/"+name)
+		}
+	}
+	if len(left) == 0 {
+		k.log().Warn("kubectl delete failed after deleting the job and the configmap", "engine", NameKubernetes, "job", name, "err", err)
+		return nil
+	}
+	err = fmt.Errorf("kubernetes: %s may remain on the cluster (%w); delete with: %s %s", strings.Join(left, " and "), err,
+		kubectl, strings.Join(k.KubectlArgs("delete", strings.Join(kinds, ","), name, "--ignore-not-found"), " "))
+	k.log().Warn("cannot delete the job", "engine", NameKubernetes, "job", name, "err", err)
 	return err
 }
 
-// cancel deletes the Job and returns cause.
+// cancel deletes the Job and returns cause, joined with the deletion's error.
 func (k *Kube) cancel(name string, cause error) error {
 	k.log().Info("deleting the job", "engine", NameKubernetes, "job", name)
-	k.remove(name) // logged there; the cause is what the caller needs
+	if err := k.remove(name); err != nil {
+		return errors.Join(cause, err)
+	}
 	return cause
 }

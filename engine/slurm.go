@@ -494,7 +494,8 @@ type SlurmHooks struct {
 // backoff (Config.Poll doubling up to Config.PollMax while nothing changes). A task that has
 // left the queue is finished at once when its output is complete; otherwise its final state
 // comes from sacct or scontrol, and a COMPLETED task gets CollectGrace for its output to show
-// up. When ctx is cancelled, Watch cancels every array (scancel) and returns ctx's error.
+// up. When ctx is cancelled, Watch cancels every array (scancel) and returns ctx's error,
+// joined with scancel's when that fails (CancelAll).
 func (s *Slurm) Watch(ctx context.Context, arrays []SlurmArray, h SlurmHooks) error {
 	log := s.log()
 	minPoll, maxPoll := pollIntervals(s.Config.Poll, s.Config.PollMax)
@@ -634,13 +635,18 @@ func (s *Slurm) Watch(ctx context.Context, arrays []SlurmArray, h SlurmHooks) er
 	return nil
 }
 
-// CancelAll cancels the jobs (with a fresh, bounded context: the caller's is usually the
-// cancelled one) and returns cause, joined with scancel's error.
+// CancelAll cancels the jobs and returns cause, joined with scancel's error, which names the
+// jobs and the command that cancels them. scancel runs detached from sharebench's process
+// group and bounded in time (runCleanup): the caller's context is usually the cancelled one,
+// and a second Ctrl-C must not kill it half-way.
 func (s *Slurm) CancelAll(jobs []string, cause error) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	if len(jobs) == 0 {
+		return cause
+	}
 	s.log().Info("cancelling job arrays", "engine", NameSlurm, "jobs", strings.Join(jobs, ","))
-	if err := s.Cancel(ctx, jobs); err != nil {
+	if _, err := runCleanup(cleanupTimeout, NameSlurm, "scancel", jobs); err != nil {
+		err = fmt.Errorf("slurm: jobs %s may still be queued or running (%w); cancel them with: scancel %s", strings.Join(jobs, ","), err, strings.Join(jobs, " "))
+		s.log().Warn("cannot cancel the job arrays", "engine", NameSlurm, "err", err)
 		return errors.Join(cause, err)
 	}
 	return cause

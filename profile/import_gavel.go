@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode"
 )
 
@@ -30,9 +31,11 @@ var gavelGPUs = map[string]struct {
 	"v100": {"NVIDIA V100 (Gavel)", 16},
 }
 
+// The patterns of Gavel's job names compile on first use: package initialisation runs at
+// every start of sharebench, and only an import of Gavel's file needs them.
 var (
-	gavelJobRE   = regexp.MustCompile(`^\('(.+)', ([0-9]+)\)$`)
-	gavelBatchRE = regexp.MustCompile(`^(.+) \(batch size ([0-9]+)\)$`)
+	gavelJobRE   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\('(.+)', ([0-9]+)\)$`) })
+	gavelBatchRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(.+) \(batch size ([0-9]+)\)$`) })
 )
 
 // gavelJob is one Gavel job type: a model at a batch size with a scale factor (GPU count).
@@ -59,7 +62,7 @@ func gavelModelKey(s string) string {
 // parseGavelJob parses "('ResNet-18 (batch size 16)', 1)". Job types without a batch size
 // (A3C, CycleGAN) get batch 1.
 func parseGavelJob(s string) (gavelJob, error) {
-	m := gavelJobRE.FindStringSubmatch(s)
+	m := gavelJobRE().FindStringSubmatch(s)
 	if m == nil {
 		return gavelJob{}, fmt.Errorf("job type %q is not of the form ('<model> (batch size B)', <scale factor>)", s)
 	}
@@ -68,7 +71,7 @@ func parseGavelJob(s string) (gavelJob, error) {
 		return gavelJob{}, fmt.Errorf("job type %q: scale factor must be a positive integer", s)
 	}
 	name, batch := m[1], 1
-	if bm := gavelBatchRE.FindStringSubmatch(name); bm != nil {
+	if bm := gavelBatchRE().FindStringSubmatch(name); bm != nil {
 		b, err := strconv.Atoi(bm[2])
 		if err != nil || b < 1 || b > 1<<24 {
 			return gavelJob{}, fmt.Errorf("job type %q: batch size must be a positive integer", s)

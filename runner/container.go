@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -33,6 +34,10 @@ type ContainerBackend struct {
 	Environ func() []string
 }
 
+// ErrNoInit reports a container engine that cannot start containers with --init: podman
+// without its init binary (catatonit, a package podman only recommends).
+var ErrNoInit = errors.New("cannot start containers with --init")
+
 // NewContainerBackend returns the backend for a campaign's container settings.
 func NewContainerBackend(cfg ContainerConfig) *ContainerBackend {
 	return &ContainerBackend{Engine: cfg.Engine, Runtime: cfg.Runtime, Ulimits: slices.Clone(cfg.Ulimits)}
@@ -48,13 +53,50 @@ func (b *ContainerBackend) binary() string {
 	return b.Engine
 }
 
-// Probe runs "<engine> info".
+// Probe runs "<engine> info" and, for podman, checks that it can start containers with
+// --init (probeInit).
 func (b *ContainerBackend) Probe(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, b.binary(), "info").CombinedOutput()
+	cmd := exec.CommandContext(ctx, b.binary(), "info")
+	cmd.Env = b.environ()
+	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("runner: %s info: %w: %s", b.Engine, err, strings.TrimSpace(tailString(string(out), 500)))
+	}
+	if b.Engine == "podman" {
+		return b.probeInit(ctx)
+	}
+	return nil
+}
+
+// probeInit checks that podman finds the init binary that --init runs as each container's
+// PID 1 (it forwards signals and reaps the workload's orphans): podman without catatonit, which
+// it only recommends, refuses every such container. Podman looks the binary up when it creates
+// a container, so the check creates and removes one of an empty root file system: nothing runs
+// and no image is needed. Docker's daemon looks docker-init up only when a container starts,
+// so docker is not checked; a create that fails for another reason is left to the runs.
+func (b *ContainerBackend) probeInit(ctx context.Context) error {
+	root, err := os.MkdirTemp("", "sharebench-preflight-")
+	if err != nil {
+		return fmt.Errorf("runner: %s preflight: %w", b.Engine, err)
+	}
+	defer os.RemoveAll(root)
+	name := "sb-preflight-" + nonce()
+	argv := []string{b.binary(), "create", "--init", "--network=none", "--name", name}
+	if b.Runtime != "" {
+		argv = append(argv, "--runtime", b.Runtime)
+	}
+	cmd := exec.CommandContext(ctx, argv[0], append(argv[1:], "--rootfs", root, "/sharebench-preflight")...)
+	cmd.Env = b.environ()
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		b.control([]string{b.binary(), "rm", "-f", name})
+		return nil
+	}
+	if msg := strings.TrimSpace(string(out)); strings.Contains(msg, "init binary") {
+		return fmt.Errorf("runner: %s %w, which the container backend needs to reap the workloads' processes: install catatonit (the init binary podman recommends) or set init_path in containers.conf (%s)",
+			b.Engine, ErrNoInit, strings.Join(strings.Fields(tailString(msg, 300)), " "))
 	}
 	return nil
 }

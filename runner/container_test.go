@@ -3,6 +3,7 @@ package runner
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -200,6 +201,64 @@ func containsStr(xs []string, s string) bool {
 	return false
 }
 
+// fakePodmanWithoutInit writes a fake podman CLI that fails every container with --init as
+// podman does when its init binary (catatonit) is not installed, and logs its argv.
+func fakePodmanWithoutInit(t *testing.T, dir string) (bin, logPath string) {
+	t.Helper()
+	bin, logPath = filepath.Join(dir, "podman"), filepath.Join(dir, "podman.log")
+	script := `#!/bin/sh
+printf '%s\n' "$*" >> "` + logPath + `"
+case "$1" in
+run|create)
+	for a in "$@"; do
+		if [ "$a" = "--init" ]; then
+			echo "Error: container-init binary not found on the host: stat /usr/libexec/podman/catatonit: no such file or directory" >&2
+			exit 125
+		fi
+	done
+	;;
+esac
+exit 0
+`
+	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return bin, logPath
+}
+
+// TestContainerPreflightWithoutInit: with podman missing its init binary, the campaign stops
+// before its first cell with one line that says so, instead of failing every cell with exit
+// code 125.
+func TestContainerPreflightWithoutInit(t *testing.T) {
+	t.Parallel()
+	bin, logPath := fakePodmanWithoutInit(t, t.TempDir())
+	c := mustParse(t, `
+name: no-init
+backend: container
+solo_only: true
+repeats: 1
+max_repeats: 1
+models: [{name: a, batches: [8]}, {name: b, batches: [8]}]
+telemetry: none
+workload: {device: cpu}
+container: {engine: podman, image: "localhost/sharebench:test", command: [/fake]}
+`)
+	b := NewContainerBackend(c.Container)
+	b.Binary = bin
+	out := t.TempDir()
+	sum, err := Run(context.Background(), c, RunOptions{OutDir: out, Backend: b})
+	if !errors.Is(err, ErrNoInit) || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "catatonit") {
+		t.Errorf("err = %v; want ErrNoInit in one line that names catatonit", err)
+	}
+	if recs, _, _ := ReadJournal(filepath.Join(out, JournalFile)); len(recs) != 0 || sum.Ran != 0 {
+		t.Errorf("%d cells ran, %d records", sum.Ran, len(recs))
+	}
+	logb, _ := os.ReadFile(logPath)
+	if strings.Contains(string(logb), "\nrun ") || strings.HasPrefix(string(logb), "run ") {
+		t.Errorf("a workload container was started:\n%s", logb)
+	}
+}
+
 // TestPodman runs the container backend against the real podman engine with an image holding
 // only a static fake-workload binary. It skips where podman cannot run
 // containers.
@@ -249,6 +308,9 @@ container: {engine: podman, image: "localhost/sharebench-fake:test", command: [/
 	if _, err := exec.LookPath("runc"); err == nil {
 		// Restricted sandboxes: crun fails on hybrid cgroups, default ulimits fail setrlimit.
 		b.Runtime, b.Ulimits = "runc", []string{"nofile=1024:1024", "nproc=1024:1024"}
+	}
+	if err := b.Probe(ctx); errors.Is(err, ErrNoInit) {
+		t.Skip(err.Error())
 	}
 	probe := exec.CommandContext(ctx, "podman", append(append([]string{"run", "--rm"}, runtimeFlags(b)...), image, "/fake", "--help")...)
 	if out, err := probe.CombinedOutput(); err != nil && !strings.Contains(string(out), "Usage") && !strings.Contains(string(out), "-model") {

@@ -136,6 +136,9 @@ func Dispatch(ctx context.Context, c *Campaign, opt DispatchOptions) (Summary, e
 		return sum, err
 	}
 	defer journal.Close()
+	if err := writePlan(opt.OutDir, c); err != nil {
+		return sum, err
+	}
 	records, problems, err := ReadJournal(journal.Path())
 	if err != nil {
 		return sum, err

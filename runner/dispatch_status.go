@@ -73,8 +73,8 @@ type CampaignStatusReport struct {
 // CampaignStatus reports the state of every cell of the campaign in dir: from the journal
 // (ok, infeasible, failed with reasons), the dispatch record (queued and running cluster
 // tasks) and the raw-file directories (cells a local run has started). c may be nil: the
-// campaign is then read from dir (manifest.json, or the copy cluster tasks use); without one,
-// only cells with a record or a task are listed.
+// campaign is then read from dir (its plan, manifest.json, or the copy cluster tasks use);
+// without one, only cells with a record or a task are listed.
 func CampaignStatus(dir string, c *Campaign) (CampaignStatusReport, error) {
 	rep := CampaignStatusReport{Dir: dir}
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
@@ -176,9 +176,13 @@ func CampaignStatus(dir string, c *Campaign) (CampaignStatusReport, error) {
 	return rep, nil
 }
 
-// campaignOf reads the campaign of a directory: from manifest.json, else from the copy the
-// cluster tasks read. Nil when neither exists or parses.
+// campaignOf reads the campaign of a directory: from its plan (PlanFile, written before the
+// first cell of every run and dispatch), else from manifest.json (directories of runners that
+// wrote no plan), else from the copy the cluster tasks read. Nil when none exists or parses.
 func campaignOf(dir string) *Campaign {
+	if c, err := LoadCampaign(filepath.Join(dir, PlanFile)); err == nil {
+		return c
+	}
 	if b, err := os.ReadFile(filepath.Join(dir, ManifestFile)); err == nil {
 		var m struct {
 			Campaign json.RawMessage `json:"campaign"`

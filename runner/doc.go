@@ -40,6 +40,8 @@
 //     line; appending those lines to the journal is all a dispatcher has to do.
 //   - cells.csv, profile.json and manifest.json are derived from the campaign and the
 //     journal (BuildProfile is a pure function of them) and rewritten atomically.
+//     campaign.json (PlanFile) is the resolved campaign, written before the first cell, so
+//     that CampaignStatus knows every cell even when no manifest was written.
 //
 // Raw data lives next to it: DIR/cells/<index>-<label>-<id8>/<run>-<role>.events.jsonl (the
 // protocol lines), <run>-<role>.log (stderr and non-protocol stdout) and

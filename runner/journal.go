@@ -174,8 +174,9 @@ func DecodeResults(r io.Reader) (records []Result, problems []string, err error)
 }
 
 // validateResult checks what later steps rely on: a cell ID, a known status and, for ok
-// records, positive finite step times and slowdowns for the sides the cell kind has. One bad
-// record would otherwise poison every later profile.
+// records, positive finite step times and slowdowns for the sides the cell kind has, and
+// finite, non-negative memory, throughput and logged step times. One bad record would
+// otherwise poison every later profile.
 func validateResult(r Result) error {
 	if r.Cell.ID == "" {
 		return errors.New("no cell id")
@@ -203,6 +204,14 @@ func validateResult(r Result) error {
 		}
 		if s.MemReservedBytes < 0 || s.MemDeviceBytes < 0 {
 			return fmt.Errorf("ok with negative memory for %s", s.Member)
+		}
+		for _, x := range []struct {
+			name string
+			v    float64
+		}{{"samples_per_s", s.SamplesPerS}, {"harness_step_ms", s.HarnessStepMs}, {"logged_step_ms", s.LoggedStepMs}} {
+			if !(x.v >= 0) || math.IsInf(x.v, 0) {
+				return fmt.Errorf("ok with %s %s %v: not a measurement", s.Member, x.name, x.v)
+			}
 		}
 	}
 	if r.Cell.Kind == KindSolo && r.A.SoloMs == nil {

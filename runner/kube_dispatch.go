@@ -64,7 +64,8 @@ func soloRecords(outDir string, c *Campaign) ([]byte, error) {
 // result record from each finished pod's log, and deletes the Job and ConfigMap at the end.
 // With backoffLimit 0 a pod that fails outside the cell's own error handling fails the Job,
 // and Kubernetes stops its other pods: those cells stay pending and run on the next dispatch.
-// On cancellation it deletes the Job (and so its pods) and returns ctx's error.
+// On cancellation it deletes the Job (and so its pods) and returns ctx's error, joined with
+// the deletion's when that fails.
 func (k *Kube) Dispatch(ctx context.Context, w Work, sink func(Result) error) error {
 	c, cells := w.Campaign, w.Cells
 	tc := kubeTaskCampaign(k.Config, c)

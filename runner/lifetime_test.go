@@ -211,3 +211,68 @@ func TestJournalSymlinkRefused(t *testing.T) {
 		t.Errorf("the link's target was written: %q", b)
 	}
 }
+
+// TestStatusAfterKill9ShowsPendingCells kills a runner with kill -9 while it measures the
+// fourth of nine cells, before it has written manifest.json: "profile status" must still know
+// the campaign's plan and list the five cells that never started as pending, not report a
+// campaign of the three cells the journal holds.
+func TestStatusAfterKill9ShowsPendingCells(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out")
+	spec := filepath.Join(dir, "c.yaml")
+	if err := os.WriteFile(spec, []byte(`
+name: plan9
+backend: fake
+solo_only: true
+repeats: 1
+max_repeats: 1
+models:
+  - {name: a, batches: [8]}
+  - {name: b, batches: [8]}
+  - {name: c, batches: [8]}
+  - {name: d, batches: [8], args: [--inject, hang]}
+  - {name: e, batches: [8]}
+  - {name: f, batches: [8]}
+  - {name: g, batches: [8]}
+  - {name: h, batches: [8]}
+  - {name: i, batches: [8]}
+warmup: {steps: 1, seconds: 0}
+window: {min_steps: 5, min_seconds: 0, floor_steps: 5}
+timeouts: {ready: 10m, stall: 10m, grace: 1s}
+telemetry: none
+fake: {default_step_ms: 2}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runner := exec.Command(os.Args[0])
+	runner.Env = append(os.Environ(), envTestMode+"=run-campaign", "SHAREBENCH_TEST_CAMPAIGN="+spec, "SHAREBENCH_TEST_OUT="+out)
+	if err := runner.Start(); err != nil {
+		t.Fatal(err)
+	}
+	token := CampaignToken(out) + "/"
+	waitUntil(t, 2*time.Minute, "three cells in the journal and the fourth one's hung workload", func() bool {
+		recs, _, _ := ReadJournal(filepath.Join(out, JournalFile))
+		return len(recs) == 3 && len(tokenProcs(token)) > 0
+	})
+	if err := runner.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	runner.Wait()
+	waitUntil(t, time.Minute, "the hung workload to die with its runner", func() bool { return len(tokenProcs(token)) == 0 })
+	if _, err := os.Stat(filepath.Join(out, ManifestFile)); err == nil {
+		t.Fatal("manifest.json exists: the test no longer kills the runner before it is written")
+	}
+
+	rep, err := CampaignStatus(out, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := StatusCounts{Total: 9, OK: 3, Started: 1, Pending: 5}
+	if rep.Counts != want || rep.Campaign != "plan9" {
+		t.Errorf("status of campaign %q: %+v, want %+v", rep.Campaign, rep.Counts, want)
+	}
+	if len(rep.Cells) == 9 && (rep.Cells[3].Label != "d/8/8" || rep.Cells[3].Status != CellStarted || rep.Cells[8].Status != CellPending) {
+		t.Errorf("cells 3 and 8: %+v, %+v", rep.Cells[3], rep.Cells[8])
+	}
+}

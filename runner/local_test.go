@@ -44,6 +44,7 @@ func helperWorkload(script string) int {
 	ready := func() {
 		emit(Event{Event: EventReady, WarmupSteps: 1, MemReservedPeak: 1 << 20, MemAllocPeak: 1 << 19})
 	}
+	samples := 8
 	stepLoop := func(limit int, onStep func(i int)) int {
 		cmds.waitGo()
 		n := 0
@@ -54,7 +55,7 @@ func helperWorkload(script string) int {
 			t0 := gpu.MonotonicNs()
 			time.Sleep(2 * time.Millisecond)
 			t1 := gpu.MonotonicNs()
-			emit(Event{Event: EventStep, I: n, T0Ns: t0, T1Ns: t1, MicroMs: []float64{1, 1}, StepMs: float64(t1-t0) / 1e6, Samples: 8})
+			emit(Event{Event: EventStep, I: n, T0Ns: t0, T1Ns: t1, MicroMs: []float64{1, 1}, StepMs: float64(t1-t0) / 1e6, Samples: samples})
 			n++
 		}
 		return n
@@ -125,6 +126,11 @@ func helperWorkload(script string) int {
 		signal.Ignore(syscall.SIGTERM)
 		time.Sleep(time.Hour)
 		return finish(n)
+	case "negative-samples":
+		// A workload that miscounts: every step reports -8 samples.
+		samples = -8
+		ready()
+		return finish(stepLoop(0, nil))
 	case "cap":
 		// 12 steps, fewer than the window asks for (20 + 2 trimmed at each end): the cap, not
 		// the runner's stop, ends the run, however slow the machine.
@@ -199,6 +205,7 @@ func TestLocalHelperScripts(t *testing.T) {
 		{script: "early-exit", status: StatusFailed, reason: "before ready: exit code 0", tail: "cannot build model"},
 		{script: "garbage", status: StatusFailed, reason: "malformed protocol stream"},
 		{script: "v2", status: StatusFailed, reason: "unsupported protocol version 2"},
+		{script: "negative-samples", status: StatusFailed, reason: "samples -8: not a count"},
 		// A bound on the time a kill may take, generous for a loaded machine: the point is that
 		// the run ends at all.
 		{script: "hang", status: StatusFailed, reason: "not ready within 3s", maxElapsed: time.Minute},

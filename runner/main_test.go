@@ -3,7 +3,9 @@ package runner
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
+	"os/signal"
 	"testing"
 )
 
@@ -18,6 +20,8 @@ func TestMain(m *testing.M) {
 		os.Exit(FakeWorkload(os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv))
 	case "run-campaign":
 		os.Exit(runCampaignMain())
+	case "kube-dispatch":
+		os.Exit(kubeDispatchMain())
 	}
 	code := m.Run()
 	if code == 0 {
@@ -39,6 +43,25 @@ func runCampaignMain() int {
 		return 2
 	}
 	if _, err := Run(context.Background(), c, RunOptions{OutDir: os.Getenv("SHAREBENCH_TEST_OUT"), Backend: fakeBackend(c.Fake)}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+// kubeDispatchMain plays "sharebench profile run --backend kubernetes" with the campaign file
+// $SHAREBENCH_TEST_CAMPAIGN into $SHAREBENCH_TEST_OUT, handling SIGINT as sharebench does (the
+// first one cancels, later ones are caught too), so that tests can interrupt a dispatcher.
+func kubeDispatchMain() int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	c, err := LoadCampaign(os.Getenv("SHAREBENCH_TEST_CAMPAIGN"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	if _, err := Dispatch(ctx, c, DispatchOptions{OutDir: os.Getenv("SHAREBENCH_TEST_OUT"), Dispatcher: &Kube{Config: c.Kubernetes, Logger: log}, Logger: log}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}

@@ -60,6 +60,23 @@ func TestInvalidJournalRecordsRerun(t *testing.T) {
 	}
 }
 
+// TestJournalRejectsNegativeThroughput: an ok record whose throughput is negative (written by
+// a runner that took a workload's negative sample count) is reported and left out.
+func TestJournalRejectsNegativeThroughput(t *testing.T) {
+	t.Parallel()
+	c, _ := fakeCampaign(t, "name: neg\nsolo_only: true\nrepeats: 1\nmax_repeats: 1\nmodels: [{name: a, batches: [8]}]\n"+quickFake)
+	r := scriptedResult(c, c.Cells()[0], StatusOK, 1)
+	r.A.SamplesPerS = -4000
+	line, err := MarshalResult(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, problems, err := DecodeResults(strings.NewReader(string(line)))
+	if err != nil || len(recs) != 0 || len(problems) != 1 || !strings.Contains(problems[0], "samples_per_s -4000: not a measurement") {
+		t.Errorf("records %d, problems %q, %v", len(recs), problems, err)
+	}
+}
+
 // TestRepeatsUntilTheCIIsTight checks the stopping rule on its two ends, which do not depend
 // on the machine: a loose target stops at repeats, noise far above the target runs to
 // max_repeats (with a note saying so). The fakes report their drawn step times: on a loaded

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"math"
 	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -24,7 +25,20 @@ const (
 	ProfileFile  = "profile.json"
 	CellsFile    = "cells.csv"
 	ManifestFile = "manifest.json"
+	// PlanFile is the resolved campaign, written before the first cell runs, so that "profile
+	// status" lists every cell of a campaign whose runner was killed before it wrote
+	// manifest.json.
+	PlanFile = "campaign.json"
 )
+
+// writePlan writes the resolved campaign to dir/PlanFile (atomically, after checking that it
+// parses back into the same cells).
+func writePlan(dir string, c *Campaign) error {
+	if err := WriteTaskCampaign(filepath.Join(dir, PlanFile), c); err != nil {
+		return fmt.Errorf("runner: campaign %s: plan: %w", c.Name, err)
+	}
+	return nil
+}
 
 // BuildProfile turns the latest journal records of a campaign into a profile.Table in the
 // simulator's format (docs/profile-format.md): per configuration, the solo step time by GPU

@@ -3,10 +3,12 @@ package runner
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 )
 
@@ -302,8 +304,8 @@ func (p *Parser) Next() (Event, error) {
 			p.log("sharebench: warning: stdout line %d: unknown event %s ignored\n", p.line, strconv.Quote(e.Event))
 			continue
 		}
-		if e.Event == EventStep && e.T1Ns < e.T0Ns {
-			return Event{}, &ProtocolError{Line: p.line, Text: shorten(line), Err: errors.New("step ends before it starts (t1_ns < t0_ns)")}
+		if err := checkNumbers(e); err != nil {
+			return Event{}, &ProtocolError{Line: p.line, Text: shorten(line), Err: err}
 		}
 		return e, nil
 	}
@@ -314,6 +316,75 @@ func (p *Parser) Next() (Event, error) {
 		return Event{}, fmt.Errorf("protocol: reading stdout: %w", err)
 	}
 	return Event{}, io.EOF
+}
+
+// maxStepSamples bounds the samples of one step: far above any batch, and low enough that the
+// runner's sums of them cannot overflow.
+const maxStepSamples = 1 << 32
+
+// checkNumbers validates the numbers of an event that the runner measures with or records:
+// counts, byte counts, durations and clock readings must be finite and not negative, a step's
+// samples at most maxStepSamples, and a step must not end before it starts. A workload that
+// reports otherwise is broken; its run fails with the reason instead of writing a meaningless
+// number (a negative throughput, say) into the journal. The first bad number is reported.
+func checkNumbers(e Event) error {
+	switch e.Event {
+	case EventReady:
+		return cmp.Or(checkCount("warmup_steps", int64(e.WarmupSteps), math.MaxInt64), checkDuration("warmup_s", e.WarmupS),
+			checkBytes("mem_alloc_peak", e.MemAllocPeak), checkBytes("mem_reserved_peak", e.MemReservedPeak),
+			checkBytes("mem_device_bytes", e.MemDeviceBytes))
+	case EventStep:
+		if e.I < 0 {
+			return fmt.Errorf("i %d: not a step index", e.I)
+		}
+		if err := cmp.Or(checkClock("t0_ns", e.T0Ns), checkClock("t1_ns", e.T1Ns)); err != nil {
+			return err
+		}
+		if e.T1Ns < e.T0Ns {
+			return errors.New("step ends before it starts (t1_ns < t0_ns)")
+		}
+		for i, ms := range e.MicroMs {
+			if err := checkDuration(fmt.Sprintf("micro_ms[%d]", i), ms); err != nil {
+				return err
+			}
+		}
+		return cmp.Or(checkDuration("step_ms", e.StepMs), checkDuration("act_ms", e.ActMs), checkCount("samples", int64(e.Samples), maxStepSamples))
+	case EventMem:
+		return cmp.Or(checkBytes("max_allocated", e.MaxAllocated), checkBytes("max_reserved", e.MaxReserved),
+			checkBytes("mem_device_bytes", e.MemDeviceBytes))
+	case EventDone:
+		return checkCount("steps", int64(e.Steps), math.MaxInt64)
+	}
+	return nil
+}
+
+func checkCount(name string, n, most int64) error {
+	if n < 0 || n > most {
+		return fmt.Errorf("%s %d: not a count", name, n)
+	}
+	return nil
+}
+
+func checkBytes(name string, n int64) error {
+	if n < 0 {
+		return fmt.Errorf("%s %d: not a byte count", name, n)
+	}
+	return nil
+}
+
+func checkClock(name string, ns int64) error {
+	if ns < 0 {
+		return fmt.Errorf("%s %d: not a monotonic clock reading", name, ns)
+	}
+	return nil
+}
+
+// checkDuration accepts finite, non-negative milliseconds or seconds (NaN fails the comparison).
+func checkDuration(name string, x float64) error {
+	if !(x >= 0) || math.IsInf(x, 1) {
+		return fmt.Errorf("%s %v: not a duration", name, x)
+	}
+	return nil
 }
 
 func (p *Parser) log(format string, args ...any) {

@@ -65,10 +65,11 @@ type Summary struct {
 // level with order: levels), one cell per set of GPUs at a time. Each finished cell is
 // appended to the journal at once; cells already there are skipped, so an interrupted
 // campaign resumes where it stopped, after stopping workloads an earlier invocation left
-// running. Per-cell failures never stop the campaign. When ctx is cancelled the running
-// children are terminated (SIGTERM to their process groups, SIGKILL after the grace period)
-// and Run returns the context's error after writing cells.csv, profile.json and
-// manifest.json (atomically) from the journal.
+// running. The resolved campaign is written to PlanFile before the first cell, so that the
+// directory tells its cells even after a kill -9. Per-cell failures never stop the campaign.
+// When ctx is cancelled the running children are terminated (SIGTERM to their process groups,
+// SIGKILL after the grace period) and Run returns the context's error after writing cells.csv,
+// profile.json and manifest.json (atomically) from the journal.
 func Run(ctx context.Context, c *Campaign, opt RunOptions) (Summary, error) {
 	sum := Summary{OutDir: opt.OutDir}
 	log := opt.Logger
@@ -97,6 +98,9 @@ func Run(ctx context.Context, c *Campaign, opt RunOptions) (Summary, error) {
 		return sum, err
 	}
 	defer journal.Close()
+	if err := writePlan(opt.OutDir, c); err != nil {
+		return sum, err
+	}
 	records, problems, err := ReadJournal(journal.Path())
 	if err != nil {
 		return sum, err

@@ -21,7 +21,8 @@ import (
 const profileStatusAbout = `Show every cell of a campaign directory: done (ok, infeasible), failed with its reason,
 queued or running on a cluster engine (from dispatch.json, as of its last update), started
 by a local run that has not recorded it yet, or pending. The campaign is read from the
-directory (manifest.json, or the copy cluster tasks use) unless --spec names it.`
+directory (campaign.json, written before the first cell; else manifest.json or the copy
+cluster tasks use) unless --spec names it.`
 
 func newProfileStatusCmd() *cobra.Command {
 	var format, spec string

@@ -10,6 +10,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -42,7 +43,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err == nil {
 		return nil
 	}
-	if m := requiredFlagsRE.FindStringSubmatch(err.Error()); m != nil {
+	if m := requiredFlagsRE().FindStringSubmatch(err.Error()); m != nil {
 		// cobra's own check of MarkFlagRequired: `required flag(s) "a", "b" not set`.
 		names := strings.Split(m[1], `", "`)
 		for i, n := range names {
@@ -61,7 +62,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return err
 }
 
-var requiredFlagsRE = regexp.MustCompile(`^required flag\(s\) "(.*)" not set$`)
+// requiredFlagsRE compiles on first use, an error: not at every start of sharebench.
+var requiredFlagsRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^required flag\(s\) "(.*)" not set$`)
+})
 
 // exitStatus is an error that only sets the exit status; nothing is printed.
 type exitStatus int
