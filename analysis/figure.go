@@ -50,6 +50,38 @@ type Figure struct {
 	// fontBase is the tick-label font size the figure was built with (SetFontSize scales
 	// every font by size / fontBase); 0 means baseFontSize.
 	fontBase vg.Length
+	// alignRow lays a single row of panels out with data areas of equal width however
+	// different their margins (alignRow), where plot.Align gives a panel with wide tick
+	// labels most of the width.
+	alignRow bool
+}
+
+// alignRow returns canvases for one row of plots, side by side in area with gap between
+// them, whose data areas have equal widths and the same top and bottom.
+func alignRow(plots []*plot.Plot, area draw.Canvas, gap vg.Length) []draw.Canvas {
+	n := len(plots)
+	left, right := make([]vg.Length, n), make([]vg.Length, n)
+	var margins, top, bottom vg.Length
+	for i, p := range plots {
+		d := p.DataCanvas(area)
+		left[i], right[i] = d.Min.X-area.Min.X, area.Max.X-d.Max.X
+		margins += left[i] + right[i]
+		top, bottom = max(top, area.Max.Y-d.Max.Y), max(bottom, d.Min.Y-area.Min.Y)
+	}
+	w := (area.Max.X - area.Min.X - margins - gap*vg.Length(n-1)) / vg.Length(n)
+	out := make([]draw.Canvas, n)
+	x := area.Min.X
+	for i, p := range plots {
+		c := area
+		c.Min.X, c.Max.X = x, x+left[i]+w+right[i]
+		d := p.DataCanvas(c)
+		// Crop so that every data area spans the same heights.
+		c.Max.Y -= top - (c.Max.Y - d.Max.Y)
+		c.Min.Y += bottom - (d.Min.Y - c.Min.Y)
+		out[i] = c
+		x = c.Max.X + gap
+	}
+	return out
 }
 
 // baseFontSize is the default size of tick labels and legend text; titles and axis labels
@@ -204,6 +236,15 @@ func (f *Figure) draw(c vg.CanvasSizer) {
 		if f.cbar != nil {
 			d := f.Plots[0][0].DataCanvas(area)
 			f.cbar.draw(cb, d.Min.Y, d.Max.Y)
+		}
+		return
+	}
+	if rows == 1 && f.alignRow {
+		inner := area
+		inner.Min.X += vg.Millimeter * 2 // tick labels measured a little narrow in PNG stay whole
+		canvases := alignRow(f.Plots[0], inner, vg.Millimeter*4)
+		for j, p := range f.Plots[0] {
+			p.Draw(canvases[j])
 		}
 		return
 	}

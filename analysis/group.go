@@ -53,7 +53,8 @@ type Metric struct {
 }
 
 // Metrics lists the summary metrics usable in curves and tables, by name: avg-jct, p50-jct,
-// p95-jct, p99-jct, makespan, avg-queue, gpu-util (%), shared-jobs, preemptions.
+// p95-jct, p99-jct, makespan, avg-queue, gpu-util (%), shared-jobs, preemptions, slowdown,
+// p95-slowdown, p99-slowdown, fairness and effective-gpu-util (%).
 func Metrics() []Metric {
 	return []Metric{
 		{"avg-jct", "average JCT (s)", func(s *results.Summary) float64 { return s.AvgJCTS }},
@@ -65,6 +66,11 @@ func Metrics() []Metric {
 		{"gpu-util", "GPU utilization (%)", func(s *results.Summary) float64 { return 100 * s.GPUUtil }},
 		{"shared-jobs", "shared jobs", func(s *results.Summary) float64 { return float64(s.SharedJobs) }},
 		{"preemptions", "preemptions", func(s *results.Summary) float64 { return float64(s.Preemptions) }},
+		{"slowdown", "mean slowdown (JCT ÷ solo time)", func(s *results.Summary) float64 { return s.SlowdownMean }},
+		{"p95-slowdown", "p95 slowdown (JCT ÷ solo time)", func(s *results.Summary) float64 { return s.SlowdownP95 }},
+		{"p99-slowdown", "p99 slowdown (JCT ÷ solo time)", func(s *results.Summary) float64 { return s.SlowdownP99 }},
+		{"fairness", "Jain's fairness index of slowdowns", func(s *results.Summary) float64 { return s.SlowdownFairness }},
+		{"effective-gpu-util", "effective GPU utilization (%)", func(s *results.Summary) float64 { return 100 * s.EffectiveGPUUtil }},
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"image/color"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -272,6 +273,15 @@ type BarOptions struct {
 	YScale Scale
 	// Title overrides the default title.
 	Title string
+	// Normalize, when set, draws each run's metric divided by that of this series' run of the
+	// same cell and seed: bars of the mean per-seed ratio with its 95% CI, on a linear axis
+	// with a line at 1, in place of raw values that a log axis would need.
+	Normalize string
+	// Exclude leaves these series out (e.g. fifo, far off the scale of normalized bars).
+	Exclude []string
+	// OffScale, when > 0, leaves out a series whose height exceeds it in some cell, and names
+	// it in the title: one series far above the others would squeeze them against the axis.
+	OffScale float64
 }
 
 // isTimeMetric reports whether a metric is a duration in seconds (its label ends in "(s)").
@@ -324,7 +334,9 @@ func AvgJCTBars(runs []*results.Run, opt BarOptions) (*Figure, error) {
 		}
 		catNames = append(catNames, n)
 		for _, g := range c.Groups {
-			seriesSet[g.Series] = true
+			if !slices.Contains(opt.Exclude, g.Series) {
+				seriesSet[g.Series] = true
+			}
 		}
 	}
 	names := make([]string, 0, len(seriesSet))
@@ -352,18 +364,65 @@ func AvgJCTBars(runs []*results.Run, opt BarOptions) (*Figure, error) {
 	for _, name := range names {
 		est[name] = make([]*Estimate, len(cells))
 		for i, c := range cells {
+			var base *Group
 			for _, g := range c.Groups {
-				if g.Series == name {
-					e := g.Estimate(m.Value)
-					est[name][i] = &e
-					heights = append(heights, e.Mean)
-					anyCI = anyCI || e.HasCI()
+				if g.Series == opt.Normalize {
+					base = g
 				}
+			}
+			for _, g := range c.Groups {
+				if g.Series != name {
+					continue
+				}
+				var e Estimate
+				switch {
+				case opt.Normalize == "":
+					e = g.Estimate(m.Value)
+				case base == nil:
+					continue
+				default:
+					e = pairedRatio(g, base, m.Value)
+					if e.N == 0 {
+						continue
+					}
+				}
+				est[name][i] = &e
+				heights = append(heights, e.Mean)
+				anyCI = anyCI || e.HasCI()
 			}
 		}
 	}
+	if opt.OffScale > 0 {
+		var kept, off []string
+		heights = heights[:0]
+		for _, name := range names {
+			out := false
+			for _, e := range est[name] {
+				out = out || e != nil && e.Mean > opt.OffScale
+			}
+			if out {
+				off = append(off, name)
+				continue
+			}
+			kept = append(kept, name)
+			for _, e := range est[name] {
+				if e != nil {
+					heights = append(heights, e.Mean)
+				}
+			}
+		}
+		if len(off) > 0 && len(kept) > 0 {
+			names = kept
+			title += offScaleNote(off, opt.OffScale)
+		}
+	}
 	q, unit := metricQuantity(m)
-	ax, err := newValueAxis(heights, isTimeMetric(m), opt.YScale, false)
+	isTime, yScale := isTimeMetric(m), opt.YScale
+	if opt.Normalize != "" {
+		isTime, yScale, unit = false, ScaleLinear, ""
+		q += " ÷ " + opt.Normalize + "'s"
+	}
+	ax, err := newValueAxis(heights, isTime, yScale, false)
 	if err != nil {
 		return nil, fmt.Errorf("analysis: bar chart: %s: %w", q, err)
 	}
@@ -371,8 +430,17 @@ func AvgJCTBars(runs []*results.Run, opt BarOptions) (*Figure, error) {
 	if anyCI {
 		yLabel += ", mean ± 95% CI"
 	}
+	if opt.Normalize != "" {
+		yLabel = q + " (paired by seed)"
+		if anyCI {
+			yLabel += ", mean ± 95% CI"
+		}
+	}
 	p := newPlot(title, "", yLabel)
 	p.Y.Tick.Marker = ax.ticker()
+	if opt.Normalize != "" {
+		p.Add(&hLine{y: 1})
+	}
 	leg := newLegend()
 	k := len(names)
 	width := 0.8 / float64(k)
@@ -413,6 +481,27 @@ func AvgJCTBars(runs []*results.Run, opt BarOptions) (*Figure, error) {
 	f := single(p, leg, figWidth, figHeight)
 	f.cats = &categoryFit{p: p, names: catNames}
 	return f, nil
+}
+
+// offScaleNote is the title's note on the series left out above a figure's scale.
+func offScaleNote(names []string, limit float64) string {
+	return fmt.Sprintf(" — left out, above %s: %s", strconv.FormatFloat(limit, 'g', -1, 64), strings.Join(names, ", "))
+}
+
+// pairedRatio returns the mean over the seeds both groups have of x's metric over base's,
+// with its 95% CI; N = 0 when no seed pairs.
+func pairedRatio(x, base *Group, m func(*results.Summary) float64) Estimate {
+	bySeed := map[uint64]float64{}
+	for _, r := range base.Runs {
+		bySeed[r.Summary.Seed] = m(&r.Summary)
+	}
+	var v []float64
+	for _, r := range x.Runs {
+		if b, ok := bySeed[r.Summary.Seed]; ok && b != 0 {
+			v = append(v, m(&r.Summary)/b)
+		}
+	}
+	return CI95(v)
 }
 
 // categoryFit keeps the category labels of a bar chart from overlapping: at drawing time,
@@ -635,6 +724,24 @@ type CurveOptions struct {
 	YScale Scale
 	// Title overrides the default title.
 	Title string
+	// Normalize, when set, divides each run's metric by that of this series' run with the same
+	// x and seed: the curve is the mean per-seed ratio with its 95% CI, on a linear axis with
+	// a line at 1, so that no series' scale squeezes the others.
+	Normalize string
+	// Exclude leaves these series out (e.g. fifo, far off the scale of a normalized curve).
+	Exclude []string
+	// OffScale, when > 0, leaves out a series whose mean exceeds it at some x, and names it in
+	// the title (see BarOptions.OffScale).
+	OffScale float64
+	// XLabel overrides the x axis label.
+	XLabel string
+	// MarkX, when set, draws a dotted vertical line at this x, labelled MarkXLabel.
+	MarkX      *float64
+	MarkXLabel string
+	// Band, when set, shades the y interval Band[0]..Band[1] (in the metric's units, or as a
+	// ratio when normalized), labelled BandLabel in the legend: e.g. the paper's claimed range.
+	Band      *[2]float64
+	BandLabel string
 }
 
 // xLabelFor returns a readable axis label for a known x key.
@@ -646,6 +753,10 @@ func xLabelFor(key string) string {
 		return "GPUs"
 	case "interval_s":
 		return "scheduling interval (s)"
+	case "xi_scale":
+		return "interference scale s (ξ' = 1 + s·(ξ − 1); s = 1: the profile's measured ξ)"
+	case "load":
+		return "offered load"
 	}
 	return key
 }
@@ -707,7 +818,8 @@ func CurveData(runs []*results.Run, opt CurveOptions) ([]CurveSeries, error) {
 		x      float64
 	}
 	rest := map[string]bool{}
-	vals := map[pt][]float64{}
+	var order []pt
+	vals := map[pt]map[uint64]float64{}
 	seeds := map[pt]map[uint64]string{}
 	for _, g := range groups {
 		rest[g.Experiment+" / "+g.Trace+" ["+dropKey(g.Setting, key)+"]"] = true
@@ -719,13 +831,15 @@ func CurveData(runs []*results.Run, opt CurveOptions) ([]CurveSeries, error) {
 			k := pt{g.Series, x}
 			if seeds[k] == nil {
 				seeds[k] = map[uint64]string{}
+				vals[k] = map[uint64]float64{}
+				order = append(order, k)
 			}
 			if prev, dup := seeds[k][r.Summary.Seed]; dup {
 				return nil, fmt.Errorf("analysis: curve: %s and %s: series %s at %s=%v with the same seed %d; the runs differ in more than %s",
 					prev, r.Dir, g.Series, key, x, r.Summary.Seed, key)
 			}
 			seeds[k][r.Summary.Seed] = r.Dir
-			vals[k] = append(vals[k], m.Value(&r.Summary))
+			vals[k][r.Summary.Seed] = m.Value(&r.Summary)
 		}
 	}
 	if len(rest) > 1 {
@@ -737,7 +851,25 @@ func CurveData(runs []*results.Run, opt CurveOptions) ([]CurveSeries, error) {
 		return nil, fmt.Errorf("analysis: curve: the runs differ in more than %s: %s", key, strings.Join(others, "; "))
 	}
 	bySeries := map[string][]CurvePoint{}
-	for k, v := range vals {
+	for _, k := range order {
+		if slices.Contains(opt.Exclude, k.series) {
+			continue
+		}
+		var v []float64
+		for _, seed := range slices.Sorted(maps.Keys(vals[k])) {
+			x := vals[k][seed]
+			if opt.Normalize != "" {
+				b, ok := vals[pt{opt.Normalize, k.x}][seed]
+				if !ok {
+					continue
+				}
+				x /= b
+			}
+			v = append(v, x)
+		}
+		if len(v) == 0 {
+			continue
+		}
 		bySeries[k.series] = append(bySeries[k.series], CurvePoint{X: k.x, Estimate: CI95(v)})
 	}
 	names := make([]string, 0, len(bySeries))
@@ -798,6 +930,21 @@ func Curve(runs []*results.Run, opt CurveOptions) (*Figure, error) {
 			title += " — " + (&Cell{Experiment: runs[0].Experiment(), Trace: runs[0].Trace()}).Name()
 		}
 	}
+	if opt.OffScale > 0 {
+		var kept []CurveSeries
+		var off []string
+		for _, s := range data {
+			if slices.ContainsFunc(s.Points, func(pt CurvePoint) bool { return pt.Mean > opt.OffScale }) {
+				off = append(off, s.Series)
+			} else {
+				kept = append(kept, s)
+			}
+		}
+		if len(off) > 0 && len(kept) > 0 {
+			data = kept
+			title += offScaleNote(off, opt.OffScale)
+		}
+	}
 	var means, all []float64
 	anyCI := false
 	for _, s := range data {
@@ -810,7 +957,16 @@ func Curve(runs []*results.Run, opt CurveOptions) (*Figure, error) {
 			}
 		}
 	}
-	ax, err := newValueAxis(means, isTimeMetric(m), opt.YScale, false)
+	if opt.Band != nil {
+		all = append(all, opt.Band[1])
+	}
+	isTime, yScale := isTimeMetric(m), opt.YScale
+	if opt.Normalize != "" {
+		isTime, yScale, unit = false, ScaleLinear, ""
+		q += " ÷ " + opt.Normalize + "'s"
+		all = append(all, 1)
+	}
+	ax, err := newValueAxis(means, isTime, yScale, false)
 	if err != nil {
 		return nil, fmt.Errorf("analysis: curve: %s: %w", q, err)
 	}
@@ -818,9 +974,29 @@ func Curve(runs []*results.Run, opt CurveOptions) (*Figure, error) {
 	if anyCI {
 		yLabel += ", mean ± 95% CI"
 	}
-	p := newPlot(title, xLabelFor(key), yLabel)
+	if opt.Normalize != "" && anyCI {
+		yLabel = q + " (paired by seed), mean ± 95% CI"
+	}
+	xl := xLabelFor(key)
+	if opt.XLabel != "" {
+		xl = opt.XLabel
+	}
+	p := newPlot(title, xl, yLabel)
 	p.Y.Tick.Marker = ax.ticker()
 	leg := newLegend()
+	if opt.Band != nil {
+		b := &yBand{lo: ax.pos(opt.Band[0]), hi: ax.pos(opt.Band[1]), color: claimBand}
+		p.Add(b)
+		if opt.BandLabel != "" {
+			leg.Add(opt.BandLabel, b)
+		}
+	}
+	if opt.Normalize != "" {
+		p.Add(&hLine{y: 1})
+	}
+	if opt.MarkX != nil {
+		p.Add(&vMark{x: *opt.MarkX, label: opt.MarkXLabel, log: opt.LogX})
+	}
 	var names []string
 	for _, s := range data {
 		names = append(names, s.Series)

@@ -63,7 +63,41 @@ func testFigures(t *testing.T) map[string]*Figure {
 	add("xi-blocks", f, err)
 	f, err = XiModelHeatMap(big, PairSlice{profile.Timeslice, 1})
 	add("xi-models", f, err)
+	// Normalized to a baseline, with a series far off the scale left out.
+	f, err = AvgJCTBars(append(decadeRuns(), figRun("short", PolicyFIFO, 1, 30000), figRun("short", PolicyFIFO, 2, 36000)),
+		BarOptions{Normalize: PolicyTiresias, OffScale: 3})
+	add("avg-jct-normalized", f, err)
+	one := 1.0
+	f, err = Curve(loadRuns(t, "E5"), CurveOptions{X: "load", Normalize: "share-theorem1", MarkX: &one, MarkXLabel: "measured",
+		Band: &[2]float64{0.67, 0.73}, BandLabel: "claim"})
+	add("curve-normalized", f, err)
+	set, err := CheckClaims(forestRuns())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err = ForestPlot(set)
+	add("forest", f, err)
 	return figs
+}
+
+// forestRuns are claims runs of two cells with five seeds each: one where sjf-bsbf beats
+// both baselines, and its copy under a counterfactual profile.
+func forestRuns() []*results.Run {
+	var out []*results.Run
+	for _, tr := range []string{"measured", "scaled"} {
+		for seed := uint64(1); seed <= 5; seed++ {
+			d := float64(seed)
+			for _, r := range []*results.Run{figRun(tr, PolicyTiresias, seed, 100+d), figRun(tr, "tiresias-testbed", seed, 90+d),
+				figRun(tr, PolicySJFFFS, seed, 95-d), figRun(tr, PolicySJFBSBF, seed, 70+2*d)} {
+				if tr == "scaled" {
+					r.Summary.Counterfactual = "ξ scaled ×0.5"
+					r.Summary.AvgJCTS *= 1 + 0.1*float64(seed%2)
+				}
+				out = append(out, r)
+			}
+		}
+	}
+	return out
 }
 
 // figRun is a synthetic run of one policy and seed with the given average JCT.

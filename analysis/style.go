@@ -45,9 +45,10 @@ type seriesStyle struct {
 
 // knownSeries lists the policies and variants the harness uses, in display order, with their
 // fixed styles: the same name looks the same in every figure. Variants share the colour of
-// the policy they derive from (sjf-bsbf-fixed is sjf-bsbf without sub-batching, never-share
-// is sjf without preemption, always-share is sjf-ffs, theorem-1 is sjf-bsbf's share rule) and
-// differ from it in hatch, dashes and marker. Orange is kept away from sjf-bsbf's vermilion:
+// the policy they derive from (sjf-bsbf-fixed is sjf-bsbf without sub-batching, always-share is
+// sjf-ffs, theorem-1 is sjf-bsbf's share rule) and differ from it in hatch, dashes and marker;
+// never-share, SJF order without preemption or sharing, takes sjf's colour, so that it stands
+// apart from the sharing policies it is compared with. Orange is kept away from sjf-bsbf's vermilion:
 // the two are hard to tell apart side by side.
 var knownSeries = []struct {
 	name  string

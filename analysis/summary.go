@@ -166,8 +166,9 @@ func dash(s string) string {
 
 // Summarize returns the average-JCT table: one row per experiment × trace × setting × series
 // with the mean over seeds of the average JCT (and its 95% CI), Δ average JCT against the
-// baseline (paired by seed, with its CI), and the means of p99 JCT, makespan, average
-// queueing delay, GPU utilization, shared jobs and preemptions. Notes define Δ and the CI and
+// baseline (paired by seed, with its CI), and the means of p95 and p99 JCT, makespan, average
+// queueing delay, the slowdown metrics (where the summaries have them), GPU utilization and
+// effective GPU utilization, shared jobs and preemptions. Notes define Δ and the CI and
 // list caveats: missing baselines, unpaired seeds, dropped jobs, missing profile pairs and the
 // simulators' own notes.
 func Summarize(runs []*results.Run, opt SummaryOptions) (Table, error) {
@@ -181,13 +182,22 @@ func Summarize(runs []*results.Run, opt SummaryOptions) (Table, error) {
 	}
 	l := newLayout(groups)
 	dHeader := "Δ avg JCT vs " + base + " (%)"
-	missing, subShared := false, false
+	missing, subShared, extra := false, false, false
 	for _, r := range runs {
 		missing = missing || r.Summary.MissingPairs > 0
 		subShared = subShared || r.Summary.SubBatchSharedJobs > 0
+		extra = extra || !math.IsNaN(r.Summary.SlowdownMean)
 	}
 	header := []string{"policy", "seeds", "avg JCT (s)", "± 95% CI (s)", dHeader, "± 95% CI (pp)",
-		"p99 JCT (s)", "makespan (s)", "avg queue (s)", "GPU util (%)", "shared jobs", "preemptions"}
+		"p95 JCT (s)", "p99 JCT (s)", "makespan (s)", "avg queue (s)"}
+	if extra {
+		header = append(header, "mean slowdown", "p95 slowdown", "p99 slowdown", "slowdown fairness")
+	}
+	header = append(header, "GPU util (%)")
+	if extra {
+		header = append(header, "effective GPU (%)")
+	}
+	header = append(header, "shared jobs", "preemptions")
 	if subShared {
 		header = append(header, "shared only at a smaller sub-batch")
 	}
@@ -221,15 +231,25 @@ func Summarize(runs []*results.Run, opt SummaryOptions) (Table, error) {
 		if jct.HasCI() {
 			ci = fmtFixed(jct.Half, 1)
 		}
+		mean := func(f func(s *results.Summary) float64, dec int) string { return fmtFixed(Mean(g.values(f)), dec) }
 		row := l.row(g, g.Series, strconv.Itoa(len(g.Runs)),
 			fmtFixed(jct.Mean, 1), ci, dCell, dCI,
-			fmtFixed(Mean(g.values(func(s *results.Summary) float64 { return s.P99JCTS })), 1),
-			fmtFixed(Mean(g.values(func(s *results.Summary) float64 { return s.MakespanS })), 1),
-			fmtFixed(Mean(g.values(func(s *results.Summary) float64 { return s.AvgQueueS })), 1),
-			fmtFixed(Mean(g.values(func(s *results.Summary) float64 { return 100 * s.GPUUtil })), 1),
-			fmtCount(Mean(g.values(func(s *results.Summary) float64 { return float64(s.SharedJobs) }))),
-			fmtCount(Mean(g.values(func(s *results.Summary) float64 { return float64(s.Preemptions) }))),
-		)
+			mean(func(s *results.Summary) float64 { return s.P95JCTS }, 1),
+			mean(func(s *results.Summary) float64 { return s.P99JCTS }, 1),
+			mean(func(s *results.Summary) float64 { return s.MakespanS }, 1),
+			mean(func(s *results.Summary) float64 { return s.AvgQueueS }, 1))
+		if extra {
+			row = append(row, mean(func(s *results.Summary) float64 { return s.SlowdownMean }, 2),
+				mean(func(s *results.Summary) float64 { return s.SlowdownP95 }, 2),
+				mean(func(s *results.Summary) float64 { return s.SlowdownP99 }, 2),
+				mean(func(s *results.Summary) float64 { return s.SlowdownFairness }, 3))
+		}
+		row = append(row, mean(func(s *results.Summary) float64 { return 100 * s.GPUUtil }, 1))
+		if extra {
+			row = append(row, mean(func(s *results.Summary) float64 { return 100 * s.EffectiveGPUUtil }, 1))
+		}
+		row = append(row, fmtCount(Mean(g.values(func(s *results.Summary) float64 { return float64(s.SharedJobs) }))),
+			fmtCount(Mean(g.values(func(s *results.Summary) float64 { return float64(s.Preemptions) }))))
 		if subShared {
 			row = append(row, fmtCount(Mean(g.values(func(s *results.Summary) float64 { return float64(s.SubBatchSharedJobs) }))))
 		}
@@ -249,6 +269,10 @@ func Summarize(runs []*results.Run, opt SummaryOptions) (Table, error) {
 	}
 	if l.settings != nil {
 		t.Notes = append(t.Notes, "setting lists only what differs between the rows (labels, cluster, GPU memory, interval, profile).")
+	}
+	if extra {
+		t.Notes = append(t.Notes, "slowdown: a job's JCT ÷ its solo time (its iterations at its fastest exclusive step time), over every job; p95/p99 with the authors' quantile definition; slowdown fairness: Jain's index over the slowdowns, (Σx)²/(n·Σx²), 1 when every job is slowed down alike.",
+			"GPU util: time share of GPUs holding a job; effective GPU: the GPU time the jobs needed alone (Σ GPUs × solo time) over the cluster's GPU time to the makespan, i.e. the time average of Σ 1/ξ over a GPU's jobs. Above GPU util, sharing added throughput; below it, interference, restarts or slower sub-batches cost some.")
 	}
 	if subShared {
 		t.Notes = append(t.Notes, "shared only at a smaller sub-batch: jobs that shared GPUs at a sub-batch below their largest because the largest would not have fit next to their partners in GPU memory, mean over seeds.")

@@ -133,13 +133,23 @@ func aggregateAll(env Env, outRoot string, plan []RunSpec, exps map[string]Exper
 		return failures, nil
 	}
 	if len(claimRuns) > 0 {
-		claims, err := analysis.Claims(claimRuns)
+		set, err := analysis.CheckClaims(claimRuns)
 		if err != nil {
 			return nil, fmt.Errorf("bench: aggregate: claims: %w", err)
 		}
-		claims.Title = "Paper claims vs this reproduction (average JCT), every experiment with the five policies"
+		claims := set.Table()
+		claims.Title = "Paper claims vs this reproduction (average JCT), every experiment that checks them"
 		if err := writeTable(outRoot, "claims", claims); err != nil {
 			return nil, err
+		}
+		if len(set.Rows) > 0 {
+			fig, err := analysis.ForestPlot(set)
+			if err != nil {
+				return nil, fmt.Errorf("bench: aggregate: forest plot: %w", err)
+			}
+			if err := fw.save(outRoot, "forest", fig, formats); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if err := writeFailures(outRoot, failures); err != nil {
@@ -252,12 +262,24 @@ func aggregateExperiment(dir string, e Experiment, specs []*RunSpec, loaded map[
 			return nil, err
 		}
 	}
+	norm := ""
+	if len(e.Analysis.Baselines) > 0 {
+		norm = e.Analysis.Baselines[0]
+	}
 	if e.Analysis.Bars {
-		fig, err := analysis.AvgJCTBars(runs, analysis.BarOptions{Title: "Average JCT per policy — " + e.Name})
+		opt := analysis.BarOptions{Title: "Average JCT per policy — " + e.Name}
+		name := "avg-jct"
+		if norm != "" {
+			// A ratio to the baseline on a linear axis reads at a glance; raw times of traces
+			// hours and months long would need a log axis.
+			opt = analysis.BarOptions{Title: "Average JCT ÷ " + norm + "'s — " + e.Name, Normalize: norm, OffScale: offScale}
+			name = "avg-jct-vs-" + norm
+		}
+		fig, err := analysis.AvgJCTBars(runs, opt)
 		if err != nil {
 			return nil, err
 		}
-		if err := fw.save(fdir, "avg-jct", fig, formats); err != nil {
+		if err := fw.save(fdir, name, fig, formats); err != nil {
 			return nil, err
 		}
 	}
@@ -299,7 +321,7 @@ func aggregateExperiment(dir string, e Experiment, specs []*RunSpec, loaded map[
 	}
 	if x := e.Analysis.CurveX; x != "" {
 		for _, tr := range traceNames {
-			fig, err := analysis.Curve(traces[tr], analysis.CurveOptions{X: x})
+			fig, err := analysis.Curve(traces[tr], curveOptions(x, norm, e.Name+" / "+tr))
 			if err != nil {
 				return nil, err
 			}
@@ -309,6 +331,36 @@ func aggregateExperiment(dir string, e Experiment, specs []*RunSpec, loaded map[
 		}
 	}
 	return runs, nil
+}
+
+// offScale is the largest ratio to the baseline a normalized figure shows: a series above it
+// (fifo, many times Tiresias under overload) is left out and named in the title.
+const offScale = 3
+
+// curveOptions returns the options of an experiment's curve along x, normalized to the
+// baseline norm when there is one: the interference axis says what it scales and marks the
+// measured ξ, and a curve relative to a claim's baseline shades the claimed range.
+func curveOptions(x, norm, cell string) analysis.CurveOptions {
+	opt := analysis.CurveOptions{X: x, Normalize: norm, OffScale: offScale}
+	if norm == "" {
+		return opt
+	}
+	opt.Title = "Average JCT ÷ " + norm + "'s — " + cell
+	if x == "xi_scale" {
+		one := 1.0
+		opt.MarkX, opt.MarkXLabel = &one, "measured ξ"
+	}
+	for _, c := range analysis.PaperClaims() {
+		if c.Baseline == norm && c.Policy == analysis.PolicySJFBSBF {
+			band := [2]float64{1 - c.Hi/100, 1 - c.Lo/100}
+			if c.UpTo {
+				band[1] = 1
+			}
+			opt.Band, opt.BandLabel = &band, c.ID+" (sjf-bsbf): "+c.PaperRange()+"%"
+			break
+		}
+	}
+	return opt
 }
 
 // sampled reports whether some run keeps only a sample of its jobs in jobs.csv.
@@ -439,7 +491,7 @@ func writeProfiles(env Env, dir string, plan []RunSpec, formats []string, withJS
 			return err
 		}
 		tables := analysis.ProfileTables(t, spec.Name())
-		if spec.Derive == DeriveSubBatch {
+		if slices.Contains(strings.Split(spec.Derive, "+"), DeriveSubBatch) {
 			tables = tables[:1] // the configurations; the ξ matrix of every derived pair is too large to read
 			if withJSON {
 				var buf bytes.Buffer
@@ -549,9 +601,11 @@ func writeIndex(outRoot, label string, index []indexEntry, failures []Failure, c
 	b.WriteString("  `util.csv` (occupancy over time), `run.json` (the run specification and the trace's offered load),\n")
 	b.WriteString("  `decisions.jsonl` (the decision log, small traces only). docs/results-format.md describes the files.\n")
 	b.WriteString("- `<experiment>/tables/`: `summary`, `claims`, `jobs` (and `summary-vs-<baseline>`) as `.md`, `.csv`, `.tex`.\n")
-	b.WriteString("- `<experiment>/figures/`: average-JCT bars, per-setting JCT and queueing-delay CDFs and occupancy, curves.\n")
+	b.WriteString("- `<experiment>/figures/`: average JCT ÷ the first baseline's (bars, `avg-jct-vs-<baseline>`), per-setting JCT and\n")
+	b.WriteString("  queueing-delay CDFs and occupancy, curves (normalised the same way).\n")
 	if claims {
-		b.WriteString("- `claims.{md,csv,tex}`: the paper's claims next to ours, per experiment, trace and setting.\n")
+		b.WriteString("- `claims.{md,csv,tex}`: the paper's claims next to ours, per experiment, trace and setting, with the draws behind\n")
+		b.WriteString("  each row, whether it is a sensitivity row and whether the tally counts it; `forest.{png,svg,pdf}`: every row at a glance.\n")
 	}
 	b.WriteString("- `profiles/`: the interference profiles the runs use (tables, ξ heat maps, the derived sub-batch profile).\n")
 	fmt.Fprintf(&b, "- `failures.{md,json}`: failed or missing runs (%d).\n", len(failures))

@@ -86,12 +86,21 @@ type ClusterSpec struct {
 	GPUsPerNode int `json:"gpus_per_node"`
 	// MemGiB is the memory of one GPU in GiB.
 	MemGiB float64 `json:"gpu_mem_gib"`
+	// MaxShare is the most jobs one GPU holds at once; 0 means 2, the paper's setting. 1
+	// disables sharing: a sharing policy then runs its own order and placement without ever
+	// co-locating (the never-share variant of the decomposition in REPRODUCE.md).
+	MaxShare int `json:"max_share,omitempty"`
 }
 
-// Shape returns the cluster shape with at most two jobs per GPU (the paper's setting).
+// Shape returns the cluster shape, with at most two jobs per GPU unless MaxShare says
+// otherwise.
 func (c ClusterSpec) Shape() cluster.Shape {
+	share := c.MaxShare
+	if share == 0 {
+		share = 2
+	}
 	return cluster.Shape{Nodes: c.Nodes, GPUsPerNode: c.GPUsPerNode,
-		GPUMemBytes: int64(math.Round(c.MemGiB * float64(cluster.GiB))), MaxShare: 2}
+		GPUMemBytes: int64(math.Round(c.MemGiB * float64(cluster.GiB))), MaxShare: share}
 }
 
 // Param is a swept parameter: a label key and its value as written (a number for curves).
@@ -108,6 +117,9 @@ type Series struct {
 	// Variant marks an ablation variant: the run gets the label variant=Name, which analysis
 	// shows instead of the policy name.
 	Variant bool
+	// MaxShare, when set, replaces the cluster's limit of jobs per GPU for this series only
+	// (ClusterSpec.MaxShare): 1 runs a sharing policy that never shares.
+	MaxShare int
 }
 
 // Keep says which files a run directory keeps, to bound the size of committed outputs.

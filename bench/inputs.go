@@ -52,7 +52,8 @@ type ProfileSpec struct {
 	File string `json:"file"`
 	// ModelMap is the input name of the model map from trace models onto profile models.
 	ModelMap string `json:"model_map"`
-	// Derive names a derivation applied to the profile (DeriveNone or DeriveSubBatch).
+	// Derive names the derivations applied to the profile, in order and joined by "+"
+	// (DeriveSubBatch, DeriveSymmetric, or "subbatch+symmetric").
 	Derive string `json:"derive,omitempty"`
 	// XiScale, when set and not 1, scales every slowdown: ξ' = 1 + (max(ξ,1) − 1)·XiScale
 	// (see ScaleXi); 0 removes all interference.
@@ -67,7 +68,7 @@ type ProfileSpec struct {
 func (p ProfileSpec) Name() string {
 	base := strings.TrimSuffix(path.Base(p.File), ".json")
 	if p.Derive != DeriveNone {
-		base += "-" + p.Derive
+		base += "-" + strings.ReplaceAll(p.Derive, "+", "-")
 	}
 	return base + ".json"
 }
@@ -97,6 +98,9 @@ type TraceSpec struct {
 	// LoadScale, when neither 0 nor 1, multiplies the offered load by dividing every submit
 	// time by it.
 	LoadScale float64 `json:"load_scale,omitempty"`
+	// PermuteModels makes each seed a draw of a trace file: its models are permuted among its
+	// jobs (see PermuteModels).
+	PermuteModels bool `json:"permute_models,omitempty"`
 }
 
 // Inputs loads and caches the inputs of runs: traces, job-size pools, profiles and model maps.
@@ -171,19 +175,25 @@ func (in *Inputs) Profile(spec ProfileSpec) (*profile.Table, error) {
 			return ScaleXi(t, *spec.XiScale)
 		}
 		if spec.Derive != DeriveNone {
+			// "a+b" applies b to the profile derived by a.
 			base := spec
-			base.Derive = DeriveNone
+			last := spec.Derive
+			if i := strings.LastIndexByte(spec.Derive, '+'); i >= 0 {
+				base.Derive, last = spec.Derive[:i], spec.Derive[i+1:]
+			} else {
+				base.Derive = DeriveNone
+			}
 			t, err := in.Profile(base)
 			if err != nil {
 				return nil, err
 			}
-			switch spec.Derive {
+			switch last {
 			case DeriveSubBatch:
 				return DeriveSubBatches(t, spec.File)
 			case DeriveSymmetric:
 				return SymmetricXi(t)
 			default:
-				return nil, fmt.Errorf("bench: profile %s: unknown derivation %q", spec.File, spec.Derive)
+				return nil, fmt.Errorf("bench: profile %s: unknown derivation %q", spec.File, last)
 			}
 		}
 		p, err := in.env.Path(spec.File)
@@ -296,6 +306,8 @@ func (in *Inputs) Jobs(ts TraceSpec, seed uint64, prof *profile.Table, mm *profi
 	switch {
 	case ts.Gen != nil && ts.File != "":
 		return nil, fmt.Errorf("bench: trace %s: both a file and a generator", ts.Name)
+	case ts.Gen != nil && ts.PermuteModels:
+		return nil, fmt.Errorf("bench: trace %s: permute_models applies to trace files (a generated trace draws its models)", ts.Name)
 	case ts.Gen != nil:
 		var err error
 		if jobs, err = in.generate(*ts.Gen, seed, prof, mm, gpus, memBytes); err != nil {
@@ -314,6 +326,11 @@ func (in *Inputs) Jobs(ts TraceSpec, seed uint64, prof *profile.Table, mm *profi
 			return nil, err
 		}
 		jobs = slices.Clone(cached)
+		if ts.PermuteModels {
+			if err := PermuteModels(jobs, seed, prof, mm); err != nil {
+				return nil, fmt.Errorf("bench: trace %s: %w", ts.Name, err)
+			}
+		}
 	default:
 		return nil, fmt.Errorf("bench: trace %s: neither a file nor a generator", ts.Name)
 	}
@@ -326,6 +343,52 @@ func (in *Inputs) Jobs(ts TraceSpec, seed uint64, prof *profile.Table, mm *profi
 		}
 	}
 	return jobs, nil
+}
+
+// PermuteModels turns a trace file into draw number seed of the process that built it: the
+// jobs' (model, batch) pairs are shuffled among the jobs by a permutation drawn from seed, and
+// each job's iterations are rescaled so that its solo time on its GPUs under the profile stays
+// what it was. Muri built its traces this way, giving each Philly job a model at random and
+// iterations = duration ÷ the model's step time (data/traces/muri-philly/README.md), so a draw
+// keeps every job's arrival, GPU count and duration, the trace's offered load (up to the
+// rounding of iterations) and its exact model mix, and changes only which job trains which
+// model. Step times ignore GPU memory, so a draw is the same trace at every memory size (E5).
+func PermuteModels(jobs []trace.Job, seed uint64, prof *profile.Table, mm *profile.ModelMap) error {
+	rng := rand.New(rand.NewPCG(seed, streamSeed("bench permute models")))
+	perm := rng.Perm(len(jobs))
+	type config struct {
+		model      string
+		batch, gpu int
+	}
+	steps := map[config]time.Duration{}
+	step := func(j trace.Job) (time.Duration, error) {
+		k := config{j.Model, j.Batch, j.GPUs}
+		if s, ok := steps[k]; ok {
+			return s, nil
+		}
+		s, err := soloStep(j, prof, mm, math.MaxInt64)
+		if err == nil && s <= 0 {
+			err = fmt.Errorf("job %d: model %s has no positive step time", j.ID, j.Model)
+		}
+		steps[k] = s
+		return s, err
+	}
+	orig := slices.Clone(jobs)
+	for i := range jobs {
+		j, d := &jobs[i], orig[perm[i]]
+		old, err := step(*j)
+		if err != nil {
+			return err
+		}
+		solo := float64(j.Iters) * float64(old)
+		j.Model, j.Batch, j.IterTime = d.Model, d.Batch, d.IterTime
+		now, err := step(*j)
+		if err != nil {
+			return err
+		}
+		j.Iters = max(1, int64(math.Round(solo/float64(now))))
+	}
+	return nil
 }
 
 // generate draws a synthetic trace. The generator's arrival rate is proportional to its Load

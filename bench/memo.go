@@ -25,7 +25,9 @@ import (
 //
 // Runs that may meet are grouped before the sweep starts by everything but the profile's
 // derivation and ξ scale; the simulations of a group are dropped when its last run ends, so the
-// memo holds results only while a later run can still use them.
+// memo holds results only while a later run can still use them. Runs of sharing policies that
+// are identical in every input but their names (one simulation reported by two experiments)
+// are grouped too, and simulated once (memoGroupKey).
 
 // The memo also keeps each run's jobs and trace statistics for the other runs that read the same
 // trace, seed, profile and cluster (every policy of a setting): a generated trace is drawn twice
@@ -86,8 +88,9 @@ func (m *memo) runInputs(r *RunSpec, load func() ([]trace.Job, TraceStats, error
 }
 
 type memoGroup struct {
-	left int // runs of the group not yet finished
-	sims map[[sha256.Size]byte]*memoSim
+	left  int // runs of the group not yet finished
+	exact bool
+	sims  map[[sha256.Size]byte]*memoSim
 }
 
 type memoSim struct {
@@ -96,49 +99,72 @@ type memoSim struct {
 	err  error
 }
 
-// memoGroupKey returns the group of run r, or "" when r never shares a simulation: its policy
-// may share GPUs, it keeps a decision log, or its policy spec does not resolve.
-func memoGroupKey(r *RunSpec) string {
+// memoGroupKey returns the group of run r and whether its runs are identical, or "" when r
+// never shares a simulation: it keeps a decision log, its policy spec does not resolve, or its
+// policy runs in another process (which need not be deterministic). Runs of a policy that
+// never shares a GPU (policy.Exclusive, or any policy on a cluster of one job per GPU) are
+// grouped by everything but the profile's derivation and ξ scale, as above; any other run is
+// grouped with the runs identical to it in every input (E6-xi's scale 1 and E6-load's load 1,
+// say, are the same simulation), which hand on their result unconditionally: the simulator
+// gives equal outputs for equal inputs.
+func memoGroupKey(r *RunSpec) (key string, exact bool) {
 	if r.Keep.DecisionsUpTo > 0 {
-		return ""
+		return "", false
 	}
 	p, err := builtin.Registry().New(r.Policy)
 	if err != nil {
-		return ""
+		return "", false
 	}
-	if _, ok := p.(policy.Exclusive); !ok {
-		return ""
+	name, args, err := builtin.Registry().Resolve(r.Policy)
+	if err != nil || name == policy.KeyExternal {
+		return "", false
 	}
-	key, args, err := builtin.Registry().Resolve(r.Policy)
-	if err != nil {
-		return ""
+	_, excl := p.(policy.Exclusive)
+	excl = excl || r.Cluster.Shape().MaxShare == 1
+	prof := r.Profile
+	kind := memoExact
+	if excl {
+		prof = ProfileSpec{File: r.Profile.File, ModelMap: r.Profile.ModelMap}
+		kind = memoExclusive
 	}
 	g := struct {
+		Kind          string
 		Policy        string
 		Seed          uint64
 		Trace         TraceSpec
-		File, Map     string
+		Profile       ProfileSpec
 		Cluster       ClusterSpec
 		Interval      Seconds
 		DropOversized bool
 		Engine        EngineSpec
-	}{key + string(args), r.Seed, r.Trace, r.Profile.File, r.Profile.ModelMap, r.Cluster, r.Interval, r.DropOversized, r.Engine}
+	}{kind, name + string(args), r.Seed, r.Trace, prof, r.Cluster, r.Interval, r.DropOversized, r.Engine}
 	b, err := json.Marshal(g)
 	if err != nil {
-		return ""
+		return "", false
 	}
-	return string(b)
+	return string(b), kind == memoExact
 }
 
-// runKeys are a run's memoGroupKey and inputsKey.
-type runKeys struct{ group, inputs string }
+// The kinds of memo groups: runs of a policy that never shares, differing in ξ only, and runs
+// identical in every input.
+const (
+	memoExclusive = "exclusive"
+	memoExact     = "exact"
+)
+
+// runKeys are a run's memoGroupKey and inputsKey, and whether its group is of identical runs.
+type runKeys struct {
+	group, inputs string
+	exact         bool
+}
 
 // add registers runs about to be swept; groups of one are left out. Only registered runs share.
 func (m *memo) add(runs []RunSpec) {
 	count, inputs := map[string]int{}, map[string]int{}
 	keys := make([]runKeys, len(runs))
 	for i := range runs {
-		keys[i] = runKeys{memoGroupKey(&runs[i]), inputsKey(&runs[i])}
+		g, exact := memoGroupKey(&runs[i])
+		keys[i] = runKeys{g, inputsKey(&runs[i]), exact}
 		if k := keys[i].group; k != "" {
 			count[k]++
 		}
@@ -158,6 +184,11 @@ func (m *memo) add(runs []RunSpec) {
 	m.groups = register(m.groups, count, func(n int) *memoGroup {
 		return &memoGroup{left: n, sims: map[[sha256.Size]byte]*memoSim{}}
 	})
+	for i := range runs {
+		if g := m.groups[keys[i].group]; g != nil {
+			g.exact = keys[i].exact
+		}
+	}
 }
 
 // counted is an entry kept until its last run ends.
@@ -241,7 +272,7 @@ func (m *memo) share(r *RunSpec) shareFunc {
 			return cloneResult(s.res), nil
 		}
 		res, err := run()
-		if err == nil && res.PairLookups == 0 && res.Summary.SharedJobs == 0 {
+		if err == nil && (g.exact || res.PairLookups == 0 && res.Summary.SharedJobs == 0) {
 			s.res = res
 			res = cloneResult(res)
 		} else {
@@ -255,8 +286,8 @@ func (m *memo) share(r *RunSpec) shareFunc {
 }
 
 // shareFunc runs a simulation through the memo under key: run's result, or a copy of an equal
-// run's. A result is handed on only if it looked no slowdown up and shared no GPU, which checks
-// what policy.Exclusive promises.
+// run's. In a group of runs differing in ξ, a result is handed on only if it looked no slowdown
+// up and shared no GPU, which checks what policy.Exclusive promises.
 type shareFunc func(ctx context.Context, key [sha256.Size]byte, run func() (*sim.Result, error)) (*sim.Result, error)
 
 // simKey identifies a simulation of an exclusive policy: the jobs and everything of the profile

@@ -122,11 +122,19 @@ func TestMemoSameOutputs(t *testing.T) {
 			{Name: "sub", Trace: testbed, Profile: sub, Cluster: c},
 			{Name: "gen", Trace: TraceSpec{Name: "gen", Gen: &GenSpec{Jobs: 300, Load: 1.2, Pool: TracePhilly}}, Profile: gavel, Cluster: c},
 		},
-		Series:   []Series{{Name: "tiresias-testbed", Policy: "tiresias-testbed"}, {Name: "fifo", Policy: "fifo"}, {Name: "sjf-bsbf", Policy: "sjf-bsbf"}},
+		Series: []Series{{Name: "tiresias-testbed", Policy: "tiresias-testbed"}, {Name: "fifo", Policy: "fifo"}, {Name: "sjf-bsbf", Policy: "sjf-bsbf"},
+			// A sharing policy on one job per GPU never reads ξ either.
+			{Name: "never-share", Policy: "sjf-bsbf", Variant: true, MaxShare: 1}},
 		Analysis: Analysis{Baselines: []string{"fifo"}},
 		// A sampled jobs.csv adds a note to each run's summary: a result handed on uncopied
 		// would collect them.
 		Keep: Keep{JobRows: 20},
+	}, {
+		// The same sharing runs as M's "sub" setting, under other names: simulated once.
+		Name: "N", Title: "the same runs", Seeds: []uint64{1, 2},
+		Settings: []Setting{{Name: "again", Trace: testbed, Profile: sub, Cluster: c}},
+		Series:   []Series{{Name: "sjf-bsbf", Policy: "sjf-bsbf"}},
+		Keep:     Keep{JobRows: 20},
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -142,10 +150,11 @@ func TestMemoSameOutputs(t *testing.T) {
 			t.Fatalf("%s: %v", o.Run.ID, o.Err)
 		}
 	}
-	// Two exclusive policies × two seeds, each simulated once for the three settings that
-	// differ in ξ only; every run shares its jobs with the other policies of its setting and seed.
-	if in.memo.hits != 8 || len(in.memo.groups) != 0 || in.memo.reads != len(plan) || len(in.memo.inputs) != 0 || len(in.memo.keys) != 0 {
-		t.Errorf("%d simulations handed on, %d groups left, %d runs read shared inputs, %d inputs left; want 8, 0, %d, 0",
+	// Three policies that never share × two seeds, each simulated once for the three settings
+	// that differ in ξ only (12 handed on), and N's two runs identical to M's (2); every run
+	// shares its jobs with the other policies of its setting and seed.
+	if in.memo.hits != 14 || len(in.memo.groups) != 0 || in.memo.reads != len(plan) || len(in.memo.inputs) != 0 || len(in.memo.keys) != 0 {
+		t.Errorf("%d simulations handed on, %d groups left, %d runs read shared inputs, %d inputs left; want 14, 0, %d, 0",
 			in.memo.hits, len(in.memo.groups), in.memo.reads, len(in.memo.inputs), len(plan))
 	}
 	for i := range plan {

@@ -30,7 +30,8 @@ type RunSpec struct {
 	Series     string `json:"series"`
 	// Policy is the registry spec.
 	Policy string `json:"policy"`
-	// Seed seeds the trace (Philly mapping, generator); deterministic traces ignore it.
+	// Seed seeds the trace (Philly mapping, generator, a trace file's permuted models);
+	// a trace file without permute_models ignores it.
 	Seed uint64 `json:"seed"`
 	// Trace, Profile, Cluster, Interval and DropOversized configure the simulation.
 	Trace         TraceSpec   `json:"trace"`
@@ -93,6 +94,9 @@ func expand(exps []Experiment) ([]RunSpec, error) {
 						Experiment: e.Name, Setting: s.Name, Series: se.Name, Policy: se.Policy, Seed: seed,
 						Trace: s.Trace, Profile: s.Profile, Cluster: s.Cluster, Interval: Seconds(s.Interval),
 						DropOversized: s.DropOversized, Engine: s.Engine, Keep: e.Keep, LoadCandidates: slices.Clone(s.LoadCandidates),
+					}
+					if se.MaxShare != 0 {
+						r.Cluster.MaxShare = se.MaxShare
 					}
 					r.ID = fmt.Sprintf("%s/%s/%s/seed-%d", e.Name, s.Name, se.Name, seed)
 					r.Labels = map[string]string{"experiment": e.Name, "trace": s.Trace.Name}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/sharebench/sharebench/analysis"
 	"github.com/sharebench/sharebench/internal/golden"
 )
 
@@ -125,8 +126,6 @@ func TestPlanLabels(t *testing.T) {
 		}
 		want := []string{"fifo", "sjf", "tiresias", "tiresias-testbed", "sjf-ffs", "sjf-bsbf"}
 		switch {
-		case strings.HasPrefix(e.Name, "E4"):
-			want = []string{"sjf-no-preempt", "sjf-ffs", "sjf-bsbf"}
 		case e.Name == "E5":
 			want = []string{"sjf-bsbf-fixed", "sjf-ffs", "sjf-bsbf"}
 		case e.Name == "E6-xi", e.Name == "E6-profiles":
@@ -138,6 +137,37 @@ func TestPlanLabels(t *testing.T) {
 			if !names[p] {
 				t.Errorf("%s lacks %s", e.Name, p)
 			}
+		}
+	}
+}
+
+// TestPaperDraws: every experiment that checks the claims gives each row at least
+// analysis.MinDraws independent draws (a seed changes each of its traces), and the
+// experiments behind the decomposition run SJF-BSBF without sharing and without its sub-batch
+// choice beside it.
+func TestPaperDraws(t *testing.T) {
+	for _, e := range Experiments(LabelPaper) {
+		if !e.Analysis.Claims {
+			continue
+		}
+		if len(e.Seeds) < analysis.MinDraws {
+			t.Errorf("%s: %d seeds, want at least %d", e.Name, len(e.Seeds), analysis.MinDraws)
+		}
+		for _, s := range e.Settings {
+			if tr := s.Trace; tr.Gen == nil && tr.Format != "philly" && !tr.PermuteModels {
+				t.Errorf("%s/%s: trace %s does not change with the seed", e.Name, s.Name, tr.Name)
+			}
+		}
+		if e.Name == "E6-xi" || e.Name == "E6-profiles" {
+			continue
+		}
+		var never, fixed bool
+		for _, s := range e.Series {
+			never = never || s.Name == "never-share" && s.Policy == "sjf-bsbf" && s.MaxShare == 1
+			fixed = fixed || s.Name == "sjf-bsbf-fixed"
+		}
+		if !never || !fixed {
+			t.Errorf("%s: never-share %v, sjf-bsbf-fixed %v", e.Name, never, fixed)
 		}
 	}
 }

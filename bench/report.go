@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -75,11 +76,27 @@ func BuildReport(outRoot string, plan []RunSpec, exps []Experiment) (*Report, er
 		}
 	}
 	if len(claimRuns) > 0 {
-		t, err := analysis.Claims(claimRuns)
+		ev, err := newEvidence(claimRuns)
 		if err != nil {
 			return nil, err
 		}
-		rep.add("answer", answer(t))
+		v := ev.verdicts(byExp["E0"])
+		rep.add("verdicts", v)
+		rep.add("tally", ev.tally())
+		rep.add("answer", ev.rowsTable())
+		for _, r := range []struct{ name, text string }{
+			{"decomposition", ev.decomposition()},
+			{"by-size", ev.bySize()},
+			{"by-model", ev.byModel()},
+			{"metrics", ev.metricsRegion()},
+			{"subbatch", ev.subBatch()},
+			{"prediction", ev.prediction(planMeanExcess(plan))},
+		} {
+			if r.text != "" {
+				rep.add(r.name, r.text)
+			}
+		}
+		rep.add("closing", quoteVerdicts(v))
 	}
 	for _, e := range exps {
 		runs := byExp[e.Name]
@@ -245,90 +262,43 @@ func loadSummaryRun(dir string) (*results.Run, error) {
 	return results.LoadSummary(dir)
 }
 
-// claimRow is one row of the claims table, by column name.
-type claimRow map[string]string
-
-func rowsOf(t analysis.Table) []claimRow {
-	var out []claimRow
-	for _, r := range t.Rows {
-		m := claimRow{}
-		for i, h := range t.Header {
-			m[h] = r[i]
-		}
-		out = append(out, m)
-	}
-	return out
-}
-
-// where names the row's trace and setting (without the labels other experiments carry).
-func (r claimRow) where() string {
-	parts := []string{r["trace"]}
-	var set []string
-	for _, kv := range strings.Fields(r["setting"]) {
-		if kv != "–" && !strings.HasSuffix(kv, "=–") {
-			set = append(set, kv)
-		}
-	}
-	if len(set) > 0 {
-		parts = append(parts, strings.Join(set, " "))
-	}
-	return strings.Join(parts, ", ")
-}
-
-// answer renders, claim by claim and experiment by experiment, the verdicts of the claims table:
-// how often each direction occurs, and under which conditions.
-func answer(t analysis.Table) string {
-	rows := rowsOf(t)
+// quoteVerdicts renders the verdict sentences as a quotation, for the closing note.
+func quoteVerdicts(v string) string {
 	var b strings.Builder
-	type claimKey struct{ id, comparison string }
-	var keys []claimKey
-	for _, r := range rows {
-		k := claimKey{r["claim"], r["comparison"]}
-		if !slices.Contains(keys, k) {
-			keys = append(keys, k)
+	for _, line := range strings.Split(strings.TrimRight(v, "\n"), "\n") {
+		if line == "" {
+			b.WriteString(">\n")
+			continue
 		}
-	}
-	for _, k := range keys {
-		var mine []claimRow
-		count := map[string]int{}
-		for _, r := range rows {
-			if r["claim"] == k.id && r["comparison"] == k.comparison {
-				mine = append(mine, r)
-				count[r["direction"]]++
-			}
-		}
-		fmt.Fprintf(&b, "- **%s, %s** (paper: %s%%): holds in %d of %d rows, contradicted in %d, inconclusive in %d.\n",
-			k.id, k.comparison, mine[0]["paper Δ avg JCT (%)"], count[analysis.Holds], len(mine), count[analysis.Contradicted], count[analysis.Inconclusive])
-		var exps []string
-		for _, r := range mine {
-			if !slices.Contains(exps, r["experiment"]) {
-				exps = append(exps, r["experiment"])
-			}
-		}
-		for _, e := range exps {
-			var items []string
-			for _, r := range mine {
-				if r["experiment"] != e {
-					continue
-				}
-				item := fmt.Sprintf("%s: %s%%", r.where(), r["our Δ avg JCT (%)"])
-				if ci := r["95% CI (%)"]; ci != "" && ci != "–" {
-					item += " " + ci
-				}
-				item += fmt.Sprintf(" (%s draw%s) %s, %s", r["draws"], plural(r["draws"]), r["direction"], r["magnitude"])
-				items = append(items, item)
-			}
-			fmt.Fprintf(&b, "  - %s — %s.\n", e, strings.Join(items, "; "))
-		}
+		b.WriteString("> " + line + "\n")
 	}
 	return b.String()
 }
 
-func plural(n string) string {
-	if n == "1" {
-		return ""
+// planMeanExcess returns the mean excess slowdown over pairs of the authors' models of the
+// profile the plan scales (E6-xi's, without its scale and derivations), NaN when the plan
+// scales none or the profile cannot be read.
+func planMeanExcess(plan []RunSpec) float64 {
+	for _, r := range plan {
+		if r.Profile.XiScale == nil {
+			continue
+		}
+		env, err := FindEnvOptional()
+		if err != nil {
+			return math.NaN()
+		}
+		in := NewInputs(env)
+		prof, err := in.Profile(ProfileSpec{File: r.Profile.File, ModelMap: r.Profile.ModelMap})
+		if err != nil {
+			return math.NaN()
+		}
+		mm, err := in.ModelMap(r.Profile.ModelMap)
+		if err != nil {
+			return math.NaN()
+		}
+		return meanExcessXi(prof, mm)
 	}
-	return "s"
+	return math.NaN()
 }
 
 // experimentRegion renders an experiment's main summary table, restricted to what the answer

@@ -211,7 +211,7 @@ func (r *RunSpec) execute(ctx context.Context, in *Inputs, outRoot string) error
 		name string
 		fn   func(io.Writer) error
 	}{
-		{sim.SummaryFile, func(w io.Writer) error { return sim.WriteSummary(w, &res.Summary) }},
+		{sim.SummaryFile, func(w io.Writer) error { return writeSummary(w, res, r.Profile.counterfactual()) }},
 		{sim.JobsFile, func(w io.Writer) error { return sim.WriteJobs(w, kept) }},
 		{sim.UtilFile, func(w io.Writer) error { return sim.WriteUtil(w, util) }},
 		{RunFile, func(w io.Writer) error { return writeJSON(w, rec) }},

@@ -1,11 +1,14 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -391,5 +394,100 @@ func TestGeneratedLoad(t *testing.T) {
 				t.Fatalf("job %d differs between loads", i)
 			}
 		}
+	}
+}
+
+// TestPermuteModels: a draw of a trace file keeps every job's arrival, GPU count and solo time
+// and the trace's model mix, changes which job trains which model, and is the same for the
+// same seed only.
+func TestPermuteModels(t *testing.T) {
+	env := testEnv(t)
+	in := NewInputs(env)
+	gavel := ProfileSpec{File: ProfileGavelV100, ModelMap: ModelMapGavel}
+	prof, err := in.Profile(gavel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mm, err := in.ModelMap(ModelMapGavel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain := TraceSpec{Name: "testbed61", File: TraceTestbed61, Format: "muri"}
+	orig, err := in.Jobs(plain, 1, prof, mm, 32, 48<<30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	perm := plain
+	perm.PermuteModels = true
+	draw := func(seed uint64) []trace.Job {
+		jobs, err := in.Jobs(perm, seed, prof, mm, 32, 48<<30)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return jobs
+	}
+	solo := func(j trace.Job) float64 {
+		s, err := soloStep(j, prof, mm, math.MaxInt64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return float64(j.Iters) * s.Seconds()
+	}
+	a, b := draw(1), draw(2)
+	mix := func(jobs []trace.Job) map[string]int {
+		m := map[string]int{}
+		for _, j := range jobs {
+			m[j.Model+"/"+strconv.Itoa(j.Batch)]++
+		}
+		return m
+	}
+	moved := 0
+	for i := range orig {
+		o, x := orig[i], a[i]
+		if o.ID != x.ID || o.Submit != x.Submit || o.GPUs != x.GPUs {
+			t.Fatalf("job %d: arrival or size changed: %+v → %+v", o.ID, o, x)
+		}
+		// The rounding of iterations moves the solo time by at most one step.
+		if d := math.Abs(solo(x) - solo(o)); d > solo(x)/float64(x.Iters)+1e-6 {
+			t.Errorf("job %d: solo time %v → %v", o.ID, solo(o), solo(x))
+		}
+		if o.Model != x.Model {
+			moved++
+		}
+	}
+	if moved == 0 || !reflect.DeepEqual(mix(orig), mix(a)) {
+		t.Errorf("%d jobs changed models; mix %v → %v", moved, mix(orig), mix(a))
+	}
+	if !reflect.DeepEqual(a, draw(1)) || reflect.DeepEqual(a, b) {
+		t.Error("a draw is not a function of its seed")
+	}
+}
+
+// TestRunMetrics checks the metrics summary.json carries beyond the simulator's on a result
+// of three jobs.
+func TestRunMetrics(t *testing.T) {
+	s := time.Second
+	res := &sim.Result{Summary: sim.Summary{GPUs: 4}, Jobs: []sim.JobResult{
+		{GPUs: 2, Batch: 64, SubBatch: 64, JCT: 10 * s, Solo: 10 * s, End: 10 * s},
+		{GPUs: 1, Batch: 64, SubBatch: 32, JCT: 20 * s, Solo: 10 * s, End: 20 * s},
+		{GPUs: 1, Batch: 64, SubBatch: 64, JCT: 40 * s, Solo: 10 * s, End: 40 * s},
+	}}
+	m := ComputeMetrics(res)
+	// Slowdowns 1, 2, 4: mean 7/3; p95 and p99 the largest; Jain 49 / (3 · 21).
+	want := RunMetrics{SlowdownMean: round6(7.0 / 3), SlowdownP95: 4, SlowdownP99: 4, SlowdownFairness: round6(49.0 / 63),
+		EffectiveGPUUtil: round6(40.0 / (4 * 40)), SubBatchJobs: 1}
+	if m != want {
+		t.Errorf("metrics %+v, want %+v", m, want)
+	}
+	var buf bytes.Buffer
+	if err := writeSummary(&buf, res, "ξ scaled ×0.5"); err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got["gpus"] != 4.0 || got["slowdown_p99"] != 4.0 || got["counterfactual"] != "ξ scaled ×0.5" {
+		t.Errorf("summary.json %v", got)
 	}
 }

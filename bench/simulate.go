@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/sharebench/sharebench/cluster"
-	"github.com/sharebench/sharebench/policy"
 	"github.com/sharebench/sharebench/policy/builtin"
 	"github.com/sharebench/sharebench/profile"
 	"github.com/sharebench/sharebench/sim"
@@ -41,7 +40,7 @@ type SimSpec struct {
 	// Progress, when set, hears of finished jobs (sim.Config.Progress); not when the result
 	// comes from a sweep's memo.
 	Progress func(done, total int)
-	// share, when set, runs the simulation of an exclusive policy through a sweep's memo.
+	// share, when set, runs the simulation through a sweep's memo (memo.go).
 	share shareFunc
 }
 
@@ -99,7 +98,7 @@ func Simulate(ctx context.Context, spec SimSpec, out string, decisions bool) (*s
 		return res, endPolicy(p, res, err)
 	}
 	var res *sim.Result
-	if _, excl := p.(policy.Exclusive); excl && spec.share != nil && obs == nil {
+	if spec.share != nil && obs == nil {
 		key, kerr := simKey(jobs, spec.Profile)
 		if kerr != nil {
 			return nil, kerr
@@ -129,7 +128,14 @@ func Simulate(ctx context.Context, spec SimSpec, out string, decisions bool) (*s
 	if dir == nil {
 		return res, nil
 	}
-	if err := dir.WriteResult(res); err != nil { // while the decision log's last lines are written
+	// While the decision log's last lines are written.
+	if err := dir.WriteFile(sim.SummaryFile, func(w io.Writer) error { return writeSummary(w, res, "") }); err != nil {
+		return nil, err
+	}
+	if err := dir.WriteFile(sim.JobsFile, func(w io.Writer) error { return sim.WriteJobs(w, res.Jobs) }); err != nil {
+		return nil, err
+	}
+	if err := dir.WriteFile(sim.UtilFile, func(w io.Writer) error { return sim.WriteUtil(w, res.Util) }); err != nil {
 		return nil, err
 	}
 	if flush != nil {

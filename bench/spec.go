@@ -17,6 +17,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/sharebench/sharebench/cluster"
 	"github.com/sharebench/sharebench/sim"
 )
 
@@ -56,10 +57,11 @@ type specProfile struct {
 }
 
 type specTrace struct {
-	File      string   `yaml:"file"`
-	Format    string   `yaml:"format"`
-	Generate  *GenSpec `yaml:"generate"`
-	LoadScale float64  `yaml:"load_scale"`
+	File          string   `yaml:"file"`
+	Format        string   `yaml:"format"`
+	Generate      *GenSpec `yaml:"generate"`
+	LoadScale     float64  `yaml:"load_scale"`
+	PermuteModels bool     `yaml:"permute_models"`
 }
 
 type specCluster struct {
@@ -109,9 +111,10 @@ func (s *specSetting) UnmarshalYAML(n *yaml.Node) error {
 
 // specPolicy is a compared series: a policy spec, shown under a name.
 type specPolicy struct {
-	Name    string `yaml:"name"`
-	Policy  string `yaml:"policy"`
-	Variant bool   `yaml:"variant"`
+	Name     string `yaml:"name"`
+	Policy   string `yaml:"policy"`
+	Variant  bool   `yaml:"variant"`
+	MaxShare int    `yaml:"max_share"`
 }
 
 // UnmarshalYAML accepts a plain policy name as well as the mapping form.
@@ -120,7 +123,7 @@ func (p *specPolicy) UnmarshalYAML(n *yaml.Node) error {
 		p.Name, p.Policy = n.Value, n.Value
 		return nil
 	}
-	if err := checkKeys(n, "name", "policy", "variant"); err != nil {
+	if err := checkKeys(n, "name", "policy", "variant", "max_share"); err != nil {
 		return err
 	}
 	type plain specPolicy
@@ -325,6 +328,13 @@ func (p *specParser) experiment() (Experiment, error) {
 		if sp.File == "" {
 			return Experiment{}, p.errAt(0, "profiles", "profile %s: missing file", name)
 		}
+		if sp.Derive != "" {
+			for _, d := range strings.Split(sp.Derive, "+") {
+				if d != DeriveSubBatch && d != DeriveSymmetric {
+					return Experiment{}, p.errAt(0, "profiles", "profile %s: unknown derivation %q (known: %s, %s, joined by +)", name, d, DeriveSubBatch, DeriveSymmetric)
+				}
+			}
+		}
 		profiles[name] = ProfileSpec{File: p.resolve(sp.File), ModelMap: p.resolve(sp.ModelMap), Derive: sp.Derive, XiScale: sp.XiScale}
 	}
 	defProfile := d.Profile
@@ -340,7 +350,8 @@ func (p *specParser) experiment() (Experiment, error) {
 	}
 	traces := map[string]TraceSpec{}
 	for name, st := range d.Traces {
-		ts := TraceSpec{Name: name, File: p.resolve(st.File), Format: st.Format, Gen: st.Generate, LoadScale: st.LoadScale}
+		ts := TraceSpec{Name: name, File: p.resolve(st.File), Format: st.Format, Gen: st.Generate, LoadScale: st.LoadScale,
+			PermuteModels: st.PermuteModels}
 		if ts.Gen != nil {
 			g := *ts.Gen
 			g.Pool = p.resolve(g.Pool)
@@ -348,6 +359,9 @@ func (p *specParser) experiment() (Experiment, error) {
 		}
 		if (ts.File == "") == (ts.Gen == nil) {
 			return Experiment{}, p.errAt(0, "traces", "trace %s: give exactly one of file and generate", name)
+		}
+		if ts.PermuteModels && (ts.Gen != nil || ts.Format == "philly") {
+			return Experiment{}, p.errAt(0, "traces", "trace %s: permute_models applies to trace files with models (a generated trace and the Philly table draw theirs per seed)", name)
 		}
 		traces[name] = ts
 	}
@@ -378,7 +392,10 @@ func (p *specParser) experiment() (Experiment, error) {
 		if !validName(sp.Name) {
 			return Experiment{}, p.errAt(0, "policies", "policy %q: give it a name of letters, digits, '.', '-' and '_' (name: ..., policy: ...)", sp.Policy)
 		}
-		e.Series = append(e.Series, Series{Name: sp.Name, Policy: sp.Policy, Variant: sp.Variant})
+		if sp.MaxShare < 0 || sp.MaxShare > cluster.MaxShare {
+			return Experiment{}, p.errAt(0, "policies", "policy %s: max_share must be in [1, %d]", sp.Name, cluster.MaxShare)
+		}
+		e.Series = append(e.Series, Series{Name: sp.Name, Policy: sp.Policy, Variant: sp.Variant, MaxShare: sp.MaxShare})
 	}
 	if len(e.Series) == 0 {
 		return Experiment{}, p.errAt(1, "", "no policies")

@@ -97,6 +97,9 @@ func TestSpecErrors(t *testing.T) {
 		{"unknown setting key", specBase + "settings:\n  - {trace: a, memory: 8}\npolicies: [fifo]\n"},
 		{"unknown policy key", specBase + "settings: [{trace: a}]\npolicies:\n  - {name: f, polcy: fifo}\n"},
 		{"unknown trace key", strings.Replace(specBase, "a: {file: data:traces/a.csv}", "a: {fil: x.csv}", 1) + "settings: [{trace: a}]\npolicies: [fifo]\n"},
+		{"unknown derivation", strings.Replace(specBase, "model_map: map.csv}", "model_map: map.csv, derive: subbatch+mirror}", 1) + "settings: [{trace: a}]\npolicies: [fifo]\n"},
+		{"permuted generator", strings.Replace(specBase, "pool: pool.csv}}", "pool: pool.csv}, permute_models: true}", 1) + "settings: [{trace: g}]\npolicies: [fifo]\n"},
+		{"max_share out of range", specBase + "settings: [{trace: a}]\npolicies:\n  - {name: f, policy: sjf-bsbf, max_share: 17}\n"},
 	}
 	var b strings.Builder
 	for _, c := range cases {
@@ -144,8 +147,8 @@ func TestDocumentedSpec(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(plan) != 100 || len(e.Settings) != 4 {
-		t.Errorf("%d runs in %d settings, the doc says 100 in 4", len(plan), len(e.Settings))
+	if len(plan) != 120 || len(e.Settings) != 4 {
+		t.Errorf("%d runs in %d settings, the doc says 120 in 4", len(plan), len(e.Settings))
 	}
 	if got := e.Settings[0].Name; got != "trace3-mem12" {
 		t.Errorf("first setting %q", got)

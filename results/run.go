@@ -94,6 +94,21 @@ type Summary struct {
 	// ByModel and ByGPUs break average JCT and queueing delay down by model and by GPU demand.
 	ByModel []Breakdown `json:"by_model"`
 	ByGPUs  []Breakdown `json:"by_gpus"`
+	// The metrics a sweep adds (bench.RunMetrics), NaN in a summary without them (one written
+	// by "sharebench simulate" of an older version, say): the per-job slowdown JCT / solo time
+	// (mean, p95, p99) and Jain's fairness index over it, and the effective GPU utilization
+	// Σ GPUs·solo / (GPUs × makespan).
+	SlowdownMean     float64 `json:"slowdown_mean"`
+	SlowdownP95      float64 `json:"slowdown_p95"`
+	SlowdownP99      float64 `json:"slowdown_p99"`
+	SlowdownFairness float64 `json:"slowdown_fairness"`
+	EffectiveGPUUtil float64 `json:"effective_gpu_util"`
+	// SubBatchJobs counts the jobs that ran a sub-batch smaller than their batch; -1 when the
+	// summary does not say.
+	SubBatchJobs int `json:"subbatch_jobs"`
+	// Counterfactual says how the run's profile departs from measurements on purpose (ξ
+	// scaled, made symmetric); empty for a measured or derived one.
+	Counterfactual string `json:"counterfactual,omitempty"`
 }
 
 // Breakdown is the average JCT and queueing delay of one group of a run's jobs.
@@ -310,7 +325,10 @@ func parseSummary(data []byte, name string) (*Summary, error) {
 		return nil, fmt.Errorf("results: %s: empty file", name)
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
-	var s Summary
+	nan := math.NaN()
+	// The optional metrics stay NaN (or -1) where the file lacks them, so that a table shows
+	// "–" rather than a 0 nobody measured.
+	s := Summary{SlowdownMean: nan, SlowdownP95: nan, SlowdownP99: nan, SlowdownFairness: nan, EffectiveGPUUtil: nan, SubBatchJobs: -1}
 	if err := dec.Decode(&s); err != nil {
 		return nil, fmt.Errorf("results: %s:%w", name, positioned(data, dec, err))
 	}

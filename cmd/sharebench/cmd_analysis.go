@@ -210,6 +210,11 @@ kinds:
   util       busy and shared GPUs over time from util.csv (runs of one trace)
   curve      a metric (average JCT) against a numeric label (--x), one line per policy
              or variant, with 95% CI bands
+  forest     every row of the paper's claims table: Δ average JCT with its 95% CI, one
+             panel per comparison, the paper's claimed range shaded
+
+--normalize POLICY divides every run's metric by that of POLICY's run with the same setting
+and seed (avg-jct and curve): ratios paired by seed, on a linear axis with a line at 1.
 
 Axes are logarithmic where the values span more than a decade (the y axis of avg-jct and
 curve, the x axis of the CDFs); --log-x / --log-y force a log axis, --log-x=false /
@@ -219,6 +224,7 @@ figure.`
 // plotOpts are the flags of "sharebench plot".
 type plotOpts struct {
 	kind, out, x, metric, title, format string
+	normalize                           string
 	width, height                       string
 	fontSize                            float64
 	logX, logY                          bool
@@ -228,7 +234,7 @@ type plotOpts struct {
 func newPlotCmd() *cobra.Command {
 	var o plotOpts
 	cmd := &cobra.Command{
-		Use:   "plot RUN_DIR... --kind avg-jct|jct-cdf|queue-cdf|util|curve [--x LABEL] --out FIG.{png,svg,pdf}",
+		Use:   "plot RUN_DIR... --kind avg-jct|jct-cdf|queue-cdf|util|curve|forest [--x LABEL] --out FIG.{png,svg,pdf}",
 		Short: "plot simulation run directories (png, svg, pdf)",
 		Long:  plotAbout,
 		Example: "  sharebench plot runs/ --kind jct-cdf --out jct.svg\n" +
@@ -240,7 +246,8 @@ func newPlotCmd() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.kind, "kind", "", "figure `kind`: avg-jct, jct-cdf, queue-cdf, util or curve (required)")
+	f.StringVar(&o.kind, "kind", "", "figure `kind`: avg-jct, jct-cdf, queue-cdf, util, curve or forest (required)")
+	f.StringVar(&o.normalize, "normalize", "", "avg-jct and curve: divide by this `policy`'s run of the same setting and seed")
 	f.StringVar(&o.out, "out", "", "output `file` (.png, .svg or .pdf), or - for standard output with --format (required)")
 	f.StringVar(&o.format, "format", "", "figure `format`: png, svg or pdf (default: the extension of --out)")
 	f.StringVar(&o.x, "x", "", "curve: the numeric `label` on the x axis, e.g. gpu_mem_gib or labels.load")
@@ -253,7 +260,7 @@ func newPlotCmd() *cobra.Command {
 	f.StringVar(&o.title, "title", "", "figure title (default: derived from the runs)")
 	o.filter.addFlags(f)
 	required(cmd, "kind", "out")
-	completeValues(cmd, "kind", "avg-jct", "jct-cdf", "queue-cdf", "util", "curve")
+	completeValues(cmd, "kind", "avg-jct", "jct-cdf", "queue-cdf", "util", "curve", "forest")
 	completeValues(cmd, "format", "png", "svg", "pdf")
 	completeFiles(cmd, []string{"png", "svg", "pdf"}, "out")
 	var metrics []string
@@ -320,9 +327,11 @@ func (o *plotOpts) run(paths []string, fs *pflag.FlagSet, stdout io.Writer) erro
 	}
 	switch {
 	case o.kind == "":
-		return usagef("plot: --kind is required (avg-jct, jct-cdf, queue-cdf, util or curve)")
-	case !slices.Contains([]string{"avg-jct", "jct-cdf", "queue-cdf", "util", "curve"}, o.kind):
-		return usagef("plot: unknown --kind %q (known: avg-jct, jct-cdf, queue-cdf, util, curve)", o.kind)
+		return usagef("plot: --kind is required (avg-jct, jct-cdf, queue-cdf, util, curve or forest)")
+	case !slices.Contains([]string{"avg-jct", "jct-cdf", "queue-cdf", "util", "curve", "forest"}, o.kind):
+		return usagef("plot: unknown --kind %q (known: avg-jct, jct-cdf, queue-cdf, util, curve, forest)", o.kind)
+	case o.normalize != "" && !slices.Contains([]string{"avg-jct", "curve"}, o.kind):
+		return usagef("plot: --normalize applies to avg-jct and curve, not %s", o.kind)
 	case o.kind == "curve" && o.x == "":
 		return usagef("plot: --kind curve needs --x LABEL")
 	case fs.Changed("log-x") && !slices.Contains([]string{"jct-cdf", "queue-cdf", "curve"}, o.kind):
@@ -361,7 +370,7 @@ func (o *plotOpts) run(paths []string, fs *pflag.FlagSet, stdout io.Writer) erro
 	var fig *analysis.Figure
 	switch o.kind {
 	case "avg-jct":
-		fig, err = analysis.AvgJCTBars(runs, analysis.BarOptions{Metric: m, YScale: yScale, Title: o.title})
+		fig, err = analysis.AvgJCTBars(runs, analysis.BarOptions{Metric: m, YScale: yScale, Title: o.title, Normalize: o.normalize})
 	case "jct-cdf":
 		fig, err = analysis.JCTCDF(runs, analysis.CDFOptions{XScale: xScale, Title: o.title})
 	case "queue-cdf":
@@ -369,7 +378,13 @@ func (o *plotOpts) run(paths []string, fs *pflag.FlagSet, stdout io.Writer) erro
 	case "util":
 		fig, err = analysis.UtilOverTime(runs, analysis.UtilOptions{Title: o.title})
 	case "curve":
-		fig, err = analysis.Curve(runs, analysis.CurveOptions{X: o.x, Metric: m, LogX: xScale == analysis.ScaleLog, YScale: yScale, Title: o.title})
+		fig, err = analysis.Curve(runs, analysis.CurveOptions{X: o.x, Metric: m, LogX: xScale == analysis.ScaleLog, YScale: yScale, Title: o.title,
+			Normalize: o.normalize})
+	case "forest":
+		var set *analysis.ClaimSet
+		if set, err = analysis.CheckClaims(runs); err == nil {
+			fig, err = analysis.ForestPlot(set)
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("plot: %w", err)

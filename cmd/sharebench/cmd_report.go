@@ -13,9 +13,12 @@ import (
 	"github.com/sharebench/sharebench/bench"
 )
 
-const reportLong = `Render the numbers of a reproduction's answer from its run directories: the paper's claims
-with their direction and magnitude, experiment by experiment, and each experiment's average JCT
-and Δ against its baselines (docs/analysis.md). Without --update it prints every part as one
+const reportLong = `Render the numbers of a reproduction's answer from its run directories: one sentence per
+claim with the conditions under which it holds, the tally of the claims rows (each simulation
+once, sensitivity rows apart) and every row with its direction and magnitude, where the gain
+comes from (order or sharing, by job size and model), the metrics beyond average JCT, the
+sub-batch mechanism, the interference under which the paper's magnitudes appear, and each
+experiment's average JCT and Δ against its baselines (docs/analysis.md). Without --update it prints every part as one
 Markdown document. With --update it rewrites, in each FILE, the regions marked
 <!-- generated:NAME --> ... <!-- end:NAME --> with the part of that name, so that the numbers
 REPRODUCE.md and the docs cite always come from the results ("make reproduce" does this; a test

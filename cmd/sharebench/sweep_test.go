@@ -43,7 +43,7 @@ analysis: {bars: true, curve_x: gpu_mem_gib}
 		t.Errorf("stdout: %s", stdout)
 	}
 	for _, f := range []string{"tiny/small-mem8/sjf-bsbf/seed-2/summary.json", "tiny/tables/summary.md", "tiny/tables/summary.csv",
-		"tiny/figures/avg-jct.svg", "README.md", ".sharebench"} {
+		"tiny/figures/avg-jct-vs-sjf-ffs.svg", "README.md", ".sharebench"} {
 		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
 			t.Errorf("missing %s", f)
 		}
