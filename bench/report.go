@@ -96,7 +96,6 @@ func BuildReport(outRoot string, plan []RunSpec, exps []Experiment) (*Report, er
 				rep.add(r.name, r.text)
 			}
 		}
-		rep.add("closing", quoteVerdicts(v))
 	}
 	for _, e := range exps {
 		runs := byExp[e.Name]
@@ -260,19 +259,6 @@ func loadSummaryRun(dir string) (*results.Run, error) {
 		return nil, err
 	}
 	return results.LoadSummary(dir)
-}
-
-// quoteVerdicts renders the verdict sentences as a quotation, for the closing note.
-func quoteVerdicts(v string) string {
-	var b strings.Builder
-	for _, line := range strings.Split(strings.TrimRight(v, "\n"), "\n") {
-		if line == "" {
-			b.WriteString(">\n")
-			continue
-		}
-		b.WriteString("> " + line + "\n")
-	}
-	return b.String()
 }
 
 // planMeanExcess returns the mean excess slowdown over pairs of the authors' models of the
