@@ -12,7 +12,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/sharebench/sharebench/engine"
+	"github.com/sharebench/sharebench/dispatch"
 	"github.com/sharebench/sharebench/internal/fsutil"
 	"github.com/sharebench/sharebench/sim"
 )
@@ -20,7 +20,7 @@ import (
 // SlurmSweepOptions configures SweepSlurm.
 type SlurmSweepOptions struct {
 	// Slurm submits and follows the job arrays (resources, limits, polling).
-	Slurm *engine.Slurm
+	Slurm *dispatch.Slurm
 	// Label is the plan's label: every task runs "sharebench reproduce --label Label --run I".
 	Label string
 	// Command, when set, replaces "reproduce --label Label" as the sharebench arguments that
@@ -58,7 +58,7 @@ func SweepSlurm(ctx context.Context, runs []RunSpec, outRoot string, opt SlurmSw
 	if s == nil {
 		return out, errors.New("bench: slurm sweep: no Slurm client")
 	}
-	if !engine.SafeName(opt.Label) {
+	if !dispatch.SafeName(opt.Label) {
 		return out, fmt.Errorf("bench: slurm sweep: label %q: use letters, digits, '.', '_' and '-'", opt.Label)
 	}
 	k := max(opt.RunsPerTask, 1)
@@ -116,10 +116,10 @@ func SweepSlurm(ctx context.Context, runs []RunSpec, outRoot string, opt SlurmSw
 	for i := range chunks {
 		chunks[i] = i
 	}
-	base := engine.SlurmArray{Name: "sharebench-reproduce-" + opt.Label, Script: script, LogDir: work, CPUsPerTask: s.Config.CPUsPerTask}
-	var arrays []engine.SlurmArray
+	base := dispatch.SlurmArray{Name: "sharebench-reproduce-" + opt.Label, Script: script, LogDir: work, CPUsPerTask: s.Config.CPUsPerTask}
+	var arrays []dispatch.SlurmArray
 	offsetOf := map[string]int{}
-	for _, a := range engine.SplitArrays(chunks, maxSize, base) {
+	for _, a := range dispatch.SplitArrays(chunks, maxSize, base) {
 		sub, err := s.Submit(ctx, a)
 		if err != nil {
 			var jobs []string
@@ -131,7 +131,7 @@ func SweepSlurm(ctx context.Context, runs []RunSpec, outRoot string, opt SlurmSw
 		offsetOf[sub.JobID], _ = strconv.Atoi(a.Args[len(a.Args)-1])
 		arrays = append(arrays, sub)
 	}
-	chunkRuns := func(t engine.SlurmTask) []int {
+	chunkRuns := func(t dispatch.SlurmTask) []int {
 		first := (offsetOf[t.JobID] + t.Index) * k
 		var idx []int
 		for i := first; i < min(first+k, len(runs)); i++ {
@@ -140,8 +140,8 @@ func SweepSlurm(ctx context.Context, runs []RunSpec, outRoot string, opt SlurmSw
 		return idx
 	}
 	finished := 0
-	err = s.Watch(ctx, arrays, engine.SlurmHooks{
-		Complete: func(t engine.SlurmTask) bool {
+	err = s.Watch(ctx, arrays, dispatch.SlurmHooks{
+		Complete: func(t dispatch.SlurmTask) bool {
 			for _, i := range chunkRuns(t) {
 				if present, _ := runOutcome(&runs[i], root); !present {
 					return false
@@ -149,7 +149,7 @@ func SweepSlurm(ctx context.Context, runs []RunSpec, outRoot string, opt SlurmSw
 			}
 			return true
 		},
-		Finished: func(t engine.SlurmTask, complete bool) error {
+		Finished: func(t dispatch.SlurmTask, complete bool) error {
 			for _, i := range chunkRuns(t) {
 				present, err := runOutcome(&runs[i], root)
 				if !present {
@@ -193,7 +193,7 @@ func runOutcome(r *RunSpec, root string) (present bool, err error) {
 // first argument) runs lines (offset+i)·k+1 … (offset+i+1)·k of the run list, each with
 // "sharebench COMMAND --out OUT --run INDEX". Every argument is shell-quoted.
 func slurmSweepScript(command []string, bin, outRoot, list string, k int) []byte {
-	q := engine.ShellQuote
+	q := dispatch.ShellQuote
 	quoted := make([]string, len(command))
 	for i, a := range command {
 		quoted[i] = q(a)

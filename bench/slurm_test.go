@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sharebench/sharebench/engine"
+	"github.com/sharebench/sharebench/dispatch"
 )
 
 // The Slurm sweep against a real cluster (byte-identical to a local sweep) is
@@ -41,7 +41,7 @@ func TestSweepSlurmRejects(t *testing.T) {
 	t.Parallel()
 	runs := Plan(LabelSmoke)[:1]
 	root := t.TempDir()
-	s := &engine.Slurm{}
+	s := &dispatch.Slurm{}
 	for _, tc := range []struct {
 		name string
 		opt  SlurmSweepOptions

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sharebench/sharebench/engine"
+	"github.com/sharebench/sharebench/dispatch"
 )
 
 // Mount is a bind mount for container backends.
@@ -20,7 +20,7 @@ type Mount struct {
 // Spec describes one workload process. The runner builds it; a Backend turns it into a
 // process (local), a container (docker, podman) or a fake workload.
 type Spec struct {
-	// Name is unique per process (also the container name); engine.SafeName must accept it.
+	// Name is unique per process (also the container name); dispatch.SafeName must accept it.
 	Name string
 	// Program is the entry command: [python, script] locally, [python, /opt/sharebench/train.py]
 	// inside a container. The fake backend replaces it.
@@ -92,7 +92,7 @@ type Backend interface {
 
 // checkSpec validates the parts of s that reach command lines.
 func checkSpec(s Spec) error {
-	if !engine.SafeName(s.Name) {
+	if !dispatch.SafeName(s.Name) {
 		return fmt.Errorf("runner: process name %q: use letters, digits, '.', '_' and '-'", s.Name)
 	}
 	if len(s.Program) == 0 || s.Program[0] == "" {
@@ -104,7 +104,7 @@ func checkSpec(s Spec) error {
 		}
 	}
 	for _, g := range s.GPUs {
-		if !engine.SafeName(g) {
+		if !dispatch.SafeName(g) {
 			return fmt.Errorf("runner: %s: GPU %q is not an index or UUID", s.Name, g)
 		}
 	}

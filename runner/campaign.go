@@ -20,7 +20,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/sharebench/sharebench/engine"
+	"github.com/sharebench/sharebench/dispatch"
 	"github.com/sharebench/sharebench/profile"
 )
 
@@ -50,7 +50,7 @@ const EnvPython = "SHAREBENCH_PYTHON"
 
 // Duration is a time.Duration written as a Go duration string ("10s", "2m30s") in YAML and
 // JSON, the same type as the engines' polling intervals.
-type Duration = engine.Duration
+type Duration = dispatch.Duration
 
 // Campaign is a profiling campaign: which models, batches and sub-batches to measure alone
 // and in pairs, and how (docs/runner.md, "Measurement protocol"). It is read from YAML (docs/runner.md has the
@@ -553,7 +553,7 @@ func (c *Campaign) validate() error {
 	if c.Name == "" {
 		return errors.New("name: missing")
 	}
-	if !engine.SafeName(c.Name) {
+	if !dispatch.SafeName(c.Name) {
 		return fmt.Errorf("name: %q: use letters, digits, '.', '_' and '-'", c.Name)
 	}
 	switch c.Backend {
@@ -584,7 +584,7 @@ func (c *Campaign) validate() error {
 	}
 	seen := map[string]bool{}
 	for i, m := range c.Models {
-		if !engine.SafeName(m.Name) {
+		if !dispatch.SafeName(m.Name) {
 			return fmt.Errorf("models[%d].name: %q: use letters, digits, '.', '_' and '-'", i, m.Name)
 		}
 		if seen[m.Name] {
@@ -683,7 +683,7 @@ func (c *Campaign) validate() error {
 	if c.Workload.MaxSteps < 0 {
 		return errors.New("workload.max_steps: must not be negative")
 	}
-	if c.Workload.Impl != "" && !engine.SafeName(c.Workload.Impl) {
+	if c.Workload.Impl != "" && !dispatch.SafeName(c.Workload.Impl) {
 		return fmt.Errorf("workload.impl: %q: use letters, digits, '.', '_' and '-'", c.Workload.Impl)
 	}
 	for _, k := range slices.Sorted(mapKeys(c.Workload.Env)) {
@@ -695,7 +695,7 @@ func (c *Campaign) validate() error {
 		return errors.New("timeouts: ready, stall and grace must be positive")
 	}
 	for i, g := range c.GPUs {
-		if !engine.SafeName(g) {
+		if !dispatch.SafeName(g) {
 			return fmt.Errorf("gpus[%d]: %q is not a GPU index or UUID", i, g)
 		}
 	}
@@ -718,7 +718,7 @@ func (c *Campaign) validate() error {
 		if !safeImage(ct.Image) {
 			return fmt.Errorf("container.image: %q: not a plain image reference", ct.Image)
 		}
-		if ct.Runtime != "" && !engine.SafeName(ct.Runtime) {
+		if ct.Runtime != "" && !dispatch.SafeName(ct.Runtime) {
 			return fmt.Errorf("container.runtime: %q: use letters, digits, '.', '_' and '-'", ct.Runtime)
 		}
 		if !strings.HasPrefix(ct.MountPoint, "/") {

@@ -6,7 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/sharebench/sharebench/engine"
+	"github.com/sharebench/sharebench/dispatch"
 )
 
 const exampleCampaign = `
@@ -180,7 +180,7 @@ models: [{name: bert, batches: [2]}, {name: vgg16, batches: [16]}]
 				t.Errorf("cells (-want +got):\n%s", diff)
 			}
 			for i, c := range cells {
-				if c.Index != i || len(c.ID) != 16 || !engine.SafeName(c.Dir()) {
+				if c.Index != i || len(c.ID) != 16 || !dispatch.SafeName(c.Dir()) {
 					t.Errorf("cell %d: index %d, id %q, dir %q", i, c.Index, c.ID, c.Dir())
 				}
 			}

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sharebench/sharebench/engine"
+	"github.com/sharebench/sharebench/dispatch"
 )
 
 // ContainerBackend runs each workload process in its own container through the docker or
@@ -114,7 +114,7 @@ func (b *ContainerBackend) Argv(s Spec) ([]string, error) {
 	}
 	argv := []string{b.binary(), "run", "--rm", "--init", "-i", "--name", s.Name, "--ipc=host", "--network=none"}
 	if b.Runtime != "" {
-		if !engine.SafeName(b.Runtime) {
+		if !dispatch.SafeName(b.Runtime) {
 			return nil, fmt.Errorf("runner: container runtime %q", b.Runtime)
 		}
 		argv = append(argv, "--runtime", b.Runtime)

@@ -12,7 +12,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/sharebench/sharebench/engine"
+	"github.com/sharebench/sharebench/dispatch"
 	"github.com/sharebench/sharebench/internal/fsutil"
 	"github.com/sharebench/sharebench/runner/gpu"
 )
@@ -90,7 +90,7 @@ type TaskStatus struct {
 }
 
 // Active reports whether the task is queued or running (not ended).
-func (t TaskStatus) Active() bool { return engine.ActiveState(t.State) }
+func (t TaskStatus) Active() bool { return dispatch.ActiveState(t.State) }
 
 // DispatchOptions configures Dispatch.
 type DispatchOptions struct {

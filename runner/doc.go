@@ -9,7 +9,7 @@
 // Parser) and are released together by a ready/go barrier; only steps inside the overlap
 // window count. Per-cell failures (OOM, crash, hang, malformed stream, unwritable raw files)
 // are Results, never errors; errors are for cancellation and infrastructure. The Slurm and
-// Kubernetes dispatchers (Slurm, Kube) run cells as cluster tasks through package engine. The
+// Kubernetes dispatchers (Slurm, Kube) run cells as cluster tasks through package dispatch. The
 // package never imports policy or sim, and it changes no GPU setting (an MPS daemon it starts
 // is its own, with private directories).
 //

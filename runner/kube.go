@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/sharebench/sharebench/engine"
+	"github.com/sharebench/sharebench/dispatch"
 )
 
 // KubeDir is the directory inside a campaign directory that holds the Kubernetes
@@ -17,7 +17,7 @@ const KubeDir = "kubernetes"
 // and where the workload lives inside the image. Every field is optional; command-line flags
 // override some of them.
 type KubeConfig struct {
-	engine.KubeConfig `yaml:",inline"`
+	dispatch.KubeConfig `yaml:",inline"`
 	// Python and Script are the workload interpreter and script inside the image (default
 	// python3 and /opt/sharebench/train.py); they replace workload.python and
 	// workload.script in the campaign the pods read.
@@ -32,7 +32,7 @@ func (k *KubeConfig) validate() error {
 	if k.Script != "" && !strings.HasPrefix(k.Script, "/") {
 		return fmt.Errorf("kubernetes.script: %q: must be an absolute path inside the image", k.Script)
 	}
-	if k.Python != "" && !engine.ValueOK(k.Python) {
+	if k.Python != "" && !dispatch.ValueOK(k.Python) {
 		return errors.New("kubernetes.python: want a command without spaces")
 	}
 	return nil
@@ -46,24 +46,24 @@ func kubeJobName(c *Campaign, cells []Cell) string {
 	for i, cell := range cells {
 		ids[i] = cell.ID
 	}
-	return engine.JobName(c.Name, ids...)
+	return dispatch.JobName(c.Name, ids...)
 }
 
 // kubeJob describes the Indexed Job that runs cells: completion index i runs cells[i] (the
 // files' cells.txt maps one to the other), one pod per cell, each with whole GPUs, both
 // processes of a pair inside it. campaignJSON is the campaign the pods read; solo, when not
 // empty, holds solo results for pair cells with reuse_solo.
-func kubeJob(c *Campaign, name string, cells []Cell, campaignJSON, solo []byte) engine.IndexedJob {
+func kubeJob(c *Campaign, name string, cells []Cell, campaignJSON, solo []byte) dispatch.IndexedJob {
 	var idx strings.Builder
 	for _, cell := range cells {
 		idx.WriteString(strconv.Itoa(cell.Index))
 		idx.WriteByte('\n')
 	}
-	dir := engine.KubeConfigDir
+	dir := dispatch.KubeConfigDir
 	files := map[string]string{"campaign.json": string(campaignJSON), "cells.txt": idx.String()}
 	cmd := []string{"sharebench", "profile", "cell",
 		"--campaign", dir + "/campaign.json", "--index-map", dir + "/cells.txt",
-		"--index", engine.KubeIndexRef, "--backend", c.Backend, "--out", engine.KubeWorkDir, "--journal=false"}
+		"--index", dispatch.KubeIndexRef, "--backend", c.Backend, "--out", dispatch.KubeWorkDir, "--journal=false"}
 	if len(solo) > 0 {
 		files["solo.jsonl"] = string(solo)
 		cmd = append(cmd, "--solo-journal", dir+"/solo.jsonl")
@@ -72,8 +72,8 @@ func kubeJob(c *Campaign, name string, cells []Cell, campaignJSON, solo []byte) 
 	if c.Workload.Device != "cpu" {
 		gpus = c.maxGPUs()
 	}
-	return engine.IndexedJob{
-		Name: name, Component: "profile-cell", Labels: map[string]string{"sharebench/campaign": engine.LabelValue(c.Name)},
+	return dispatch.IndexedJob{
+		Name: name, Component: "profile-cell", Labels: map[string]string{"sharebench/campaign": dispatch.LabelValue(c.Name)},
 		Completions: len(cells), Command: cmd, Files: files, GPUs: gpus,
 	}
 }

@@ -9,7 +9,7 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/sharebench/sharebench/engine"
+	"github.com/sharebench/sharebench/dispatch"
 )
 
 // Kube runs a campaign's cells on Kubernetes through kubectl: one Indexed batch/v1 Job per
@@ -25,8 +25,8 @@ type Kube struct {
 // Name returns "kubernetes".
 func (k *Kube) Name() string { return EngineKubernetes }
 
-func (k *Kube) engine() *engine.Kube {
-	return &engine.Kube{Config: k.Config.KubeConfig, Logger: k.Logger}
+func (k *Kube) engine() *dispatch.Kube {
+	return &dispatch.Kube{Config: k.Config.KubeConfig, Logger: k.Logger}
 }
 
 // Probe checks that kubectl runs.
@@ -91,15 +91,15 @@ func (k *Kube) Dispatch(ctx context.Context, w Work, sink func(Result) error) er
 		ts = append(ts, status(i, "Pending", ""))
 	}
 	w.Track([]string{name}, ts)
-	return k.engine().Run(ctx, kubeJob(c, name, cells, campaignJSON, solo), filepath.Join(w.OutDir, KubeDir), engine.KubeHooks{
-		Ended: func(p engine.PodEnd) error {
+	return k.engine().Run(ctx, kubeJob(c, name, cells, campaignJSON, solo), filepath.Join(w.OutDir, KubeDir), dispatch.KubeHooks{
+		Ended: func(p dispatch.PodEnd) error {
 			r, ok := findResult(p.Log, cells[p.Index].ID)
 			if !ok {
 				msg := p.Failure
 				if p.Phase == "Succeeded" {
 					msg += ": its log has no result record"
 				}
-				r = failedResult(c, cells[p.Index], msg, engine.TailLines(p.Log, 20))
+				r = failedResult(c, cells[p.Index], msg, dispatch.TailLines(p.Log, 20))
 			}
 			return sink(r)
 		},

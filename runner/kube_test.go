@@ -14,7 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/sharebench/sharebench/engine"
+	"github.com/sharebench/sharebench/dispatch"
 	"github.com/sharebench/sharebench/internal/golden"
 )
 
@@ -51,11 +51,11 @@ func TestKubeManifestGolden(t *testing.T) {
 		t.Fatalf("task campaign: script %q python %q (original %q)", tc.Workload.Script, tc.Workload.Python, c.Workload.Script)
 	}
 	name := kubeJobName(c, cells[2:])
-	if !engine.DNSLabel(name) {
+	if !dispatch.DNSLabel(name) {
 		t.Fatalf("job name %q is not a DNS label", name)
 	}
 	solo := []byte(`{"record":"cell","cell":{"index":0}}` + "\n")
-	b, err := (&engine.Kube{Config: c.Kubernetes.KubeConfig}).Manifest(kubeJob(c, name, cells[2:], []byte("{campaign}"), solo))
+	b, err := (&dispatch.Kube{Config: c.Kubernetes.KubeConfig}).Manifest(kubeJob(c, name, cells[2:], []byte("{campaign}"), solo))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sharebench/sharebench/engine"
+	"github.com/sharebench/sharebench/dispatch"
 )
 
 // The tests in this file run against a real single-node Slurm cluster on loopback (docs/cluster.md
@@ -281,7 +281,7 @@ func (sc *slurmCluster) monitor() *queueMonitor {
 			cmd.Env = sc.env
 			if out, err := cmd.Output(); err == nil {
 				running, waiting := 0, false
-				for _, task := range engine.ParseSqueue(out) {
+				for _, task := range dispatch.ParseSqueue(out) {
 					switch {
 					case task.State == "RUNNING":
 						running++

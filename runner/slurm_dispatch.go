@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sharebench/sharebench/engine"
+	"github.com/sharebench/sharebench/dispatch"
 	"github.com/sharebench/sharebench/internal/fsutil"
 )
 
@@ -35,13 +35,13 @@ type Slurm struct {
 	// Logger receives progress and warnings (nil: discarded).
 	Logger *slog.Logger
 
-	eng *engine.Slurm
+	eng *dispatch.Slurm
 }
 
 // engine returns the Slurm client, made once from the settings.
-func (s *Slurm) engine() *engine.Slurm {
+func (s *Slurm) engine() *dispatch.Slurm {
 	if s.eng == nil {
-		s.eng = &engine.Slurm{Config: s.Config, Workdir: s.Workdir, CollectGrace: s.CollectGrace, Logger: s.Logger}
+		s.eng = &dispatch.Slurm{Config: s.Config, Workdir: s.Workdir, CollectGrace: s.CollectGrace, Logger: s.Logger}
 	}
 	return s.eng
 }
@@ -130,7 +130,7 @@ printf '{"record":"task","engine":"slurm","job_id":"%%s","array_job_id":"%%s","a
   "${SLURM_JOB_ID:-}" "${SLURM_ARRAY_JOB_ID:-}" "${SLURM_ARRAY_TASK_ID:-}" "$index" "$(hostname)" "${CUDA_VISIBLE_DEVICES:-}"
 exec %s profile cell --campaign %s --index "$index" --backend %s \
   --out %s --journal=false --gpus "${CUDA_VISIBLE_DEVICES:-}"
-`, engine.ShellQuote(c.Name), engine.ShellQuote(bin), engine.ShellQuote(campaignFile), engine.ShellQuote(c.Backend), engine.ShellQuote(outDir))
+`, dispatch.ShellQuote(c.Name), dispatch.ShellQuote(bin), dispatch.ShellQuote(campaignFile), dispatch.ShellQuote(c.Backend), dispatch.ShellQuote(outDir))
 	return b.Bytes()
 }
 
@@ -178,12 +178,12 @@ func (s *Slurm) gres(c *Campaign) string {
 }
 
 // cellArrays splits cells into job arrays of at most maxSize indices (SplitArrays).
-func cellArrays(cells []Cell, maxSize int, base engine.SlurmArray) []engine.SlurmArray {
+func cellArrays(cells []Cell, maxSize int, base dispatch.SlurmArray) []dispatch.SlurmArray {
 	idx := make([]int, len(cells))
 	for i, cell := range cells {
 		idx[i] = cell.Index
 	}
-	return engine.SplitArrays(idx, maxSize, base)
+	return dispatch.SplitArrays(idx, maxSize, base)
 }
 
 // Dispatch runs the cells as Slurm array tasks: one cell per task, each asking for whole GPUs
@@ -223,18 +223,18 @@ func (s *Slurm) Dispatch(ctx context.Context, w Work, sink func(Result) error) e
 	if cpus == 0 {
 		cpus = 2 * c.Workload.Threads
 	}
-	base := engine.SlurmArray{Name: "sharebench-" + c.Name, Script: script, LogDir: dir, Gres: s.gres(c), CPUsPerTask: cpus}
+	base := dispatch.SlurmArray{Name: "sharebench-" + c.Name, Script: script, LogDir: dir, Gres: s.gres(c), CPUsPerTask: cpus}
 
-	cellOf := map[engine.TaskKey]Cell{}
-	arrayOf := map[engine.TaskKey]engine.SlurmArray{}
-	var arrays []engine.SlurmArray
+	cellOf := map[dispatch.TaskKey]Cell{}
+	arrayOf := map[dispatch.TaskKey]dispatch.SlurmArray{}
+	var arrays []dispatch.SlurmArray
 	todo := w.Cells
 	if adopted := s.adopt(ctx, w); len(adopted) > 0 {
 		for _, a := range adopted {
 			for i, idx := range a.Indices {
 				cell := a.cells[i]
-				cellOf[engine.TaskKey{Job: a.JobID, Index: idx}] = cell
-				arrayOf[engine.TaskKey{Job: a.JobID, Index: idx}] = a.SlurmArray
+				cellOf[dispatch.TaskKey{Job: a.JobID, Index: idx}] = cell
+				arrayOf[dispatch.TaskKey{Job: a.JobID, Index: idx}] = a.SlurmArray
 				todo = slices.DeleteFunc(slices.Clone(todo), func(x Cell) bool { return x.ID == cell.ID })
 			}
 			arrays = append(arrays, a.SlurmArray)
@@ -257,20 +257,20 @@ func (s *Slurm) Dispatch(ctx context.Context, w Work, sink func(Result) error) e
 		off, _ := strconv.Atoi(a.Args[len(a.Args)-1])
 		var ts []TaskStatus
 		for _, i := range sub.Indices {
-			k := engine.TaskKey{Job: sub.JobID, Index: i}
+			k := dispatch.TaskKey{Job: sub.JobID, Index: i}
 			cell := byIndex[off+i]
 			cellOf[k], arrayOf[k] = cell, sub
-			ts = append(ts, TaskStatus{Index: cell.Index, CellID: cell.ID, Task: engine.SlurmTask{JobID: sub.JobID, Index: i}.Name(), State: "PENDING"})
+			ts = append(ts, TaskStatus{Index: cell.Index, CellID: cell.ID, Task: dispatch.SlurmTask{JobID: sub.JobID, Index: i}.Name(), State: "PENDING"})
 		}
 		w.Track([]string{sub.JobID}, ts)
 		arrays = append(arrays, sub)
 	}
-	status := func(t engine.SlurmTask) TaskStatus {
+	status := func(t dispatch.SlurmTask) TaskStatus {
 		cell := cellOf[t.Key()]
 		return TaskStatus{Index: cell.Index, CellID: cell.ID, Task: t.Name(), State: t.State, Reason: t.Reason}
 	}
-	return e.Watch(ctx, arrays, engine.SlurmHooks{
-		Complete: func(t engine.SlurmTask) bool {
+	return e.Watch(ctx, arrays, dispatch.SlurmHooks{
+		Complete: func(t dispatch.SlurmTask) bool {
 			data, err := os.ReadFile(arrayOf[t.Key()].OutputPath(t.Index))
 			if err != nil {
 				return false
@@ -278,7 +278,7 @@ func (s *Slurm) Dispatch(ctx context.Context, w Work, sink func(Result) error) e
 			_, ok := lastResult(data, cellOf[t.Key()].ID)
 			return ok
 		},
-		Finished: func(t engine.SlurmTask, complete bool) error {
+		Finished: func(t dispatch.SlurmTask, complete bool) error {
 			a, cell := arrayOf[t.Key()], cellOf[t.Key()]
 			w.Track(nil, []TaskStatus{status(t)})
 			if complete {
@@ -290,9 +290,9 @@ func (s *Slurm) Dispatch(ctx context.Context, w Work, sink func(Result) error) e
 				return sink(r)
 			}
 			tail, _ := os.ReadFile(a.ErrorPath(t.Index))
-			return sink(failedResult(c, cell, slurmReason(t, a.OutputPath(t.Index)), engine.TailLines(tail, 20)))
+			return sink(failedResult(c, cell, slurmReason(t, a.OutputPath(t.Index)), dispatch.TailLines(tail, 20)))
 		},
-		Progress: func(ts []engine.SlurmTask) {
+		Progress: func(ts []dispatch.SlurmTask) {
 			out := make([]TaskStatus, 0, len(ts))
 			for _, t := range ts {
 				out = append(out, status(t))
@@ -304,7 +304,7 @@ func (s *Slurm) Dispatch(ctx context.Context, w Work, sink func(Result) error) e
 
 // adoptedArray is an array of an earlier dispatch with tasks still queued.
 type adoptedArray struct {
-	engine.SlurmArray
+	dispatch.SlurmArray
 	cells []Cell // cell of each index
 }
 
@@ -319,7 +319,7 @@ func (s *Slurm) adopt(ctx context.Context, w Work) []adoptedArray {
 		want[cell.ID] = cell
 	}
 	var jobs []string
-	cand := map[engine.TaskKey]Cell{}
+	cand := map[dispatch.TaskKey]Cell{}
 	for _, t := range p.Tasks {
 		job, idx, ok := strings.Cut(t.Task, "_")
 		n, err := strconv.Atoi(idx)
@@ -327,7 +327,7 @@ func (s *Slurm) adopt(ctx context.Context, w Work) []adoptedArray {
 		if !ok || err != nil || !known || !t.Active() {
 			continue
 		}
-		cand[engine.TaskKey{Job: job, Index: n}] = cell
+		cand[dispatch.TaskKey{Job: job, Index: n}] = cell
 		if !slices.Contains(jobs, job) {
 			jobs = append(jobs, job)
 		}
@@ -343,15 +343,15 @@ func (s *Slurm) adopt(ctx context.Context, w Work) []adoptedArray {
 	dir, _ := filepath.Abs(filepath.Join(w.OutDir, SlurmDir))
 	var out []adoptedArray
 	for _, j := range jobs {
-		a := adoptedArray{SlurmArray: engine.SlurmArray{JobID: j, LogDir: dir}}
+		a := adoptedArray{SlurmArray: dispatch.SlurmArray{JobID: j, LogDir: dir}}
 		for k := range cand {
-			if qt, ok := q[k]; ok && k.Job == j && engine.ActiveState(qt.State) {
+			if qt, ok := q[k]; ok && k.Job == j && dispatch.ActiveState(qt.State) {
 				a.Indices = append(a.Indices, k.Index)
 			}
 		}
 		slices.Sort(a.Indices)
 		for _, i := range a.Indices {
-			a.cells = append(a.cells, cand[engine.TaskKey{Job: j, Index: i}])
+			a.cells = append(a.cells, cand[dispatch.TaskKey{Job: j, Index: i}])
 		}
 		if len(a.Indices) > 0 {
 			out = append(out, a)
@@ -361,7 +361,7 @@ func (s *Slurm) adopt(ctx context.Context, w Work) []adoptedArray {
 }
 
 // slurmReason explains a task that ended without a result record.
-func slurmReason(t engine.SlurmTask, output string) string {
+func slurmReason(t dispatch.SlurmTask, output string) string {
 	what := map[string]string{
 		"FAILED":        "sharebench exited without a result",
 		"TIMEOUT":       "the task reached its time limit (--time)",

@@ -15,7 +15,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/sharebench/sharebench/engine"
+	"github.com/sharebench/sharebench/dispatch"
 	"github.com/sharebench/sharebench/internal/golden"
 )
 
@@ -59,7 +59,7 @@ func TestSlurmSbatchArgsGolden(t *testing.T) {
 	cells := c.Cells() // 2 solo + 3 pair cells
 	// MaxArraySize 3: cells 0-2 in one array, 3-4 in another (offset 3); cell 1 is done.
 	todo := []Cell{cells[0], cells[2], cells[3], cells[4]}
-	base := engine.SlurmArray{Name: "sharebench-" + c.Name, Script: "/runs/p/slurm/job.sh", LogDir: "/runs/100%/slurm", Gres: s.gres(c), CPUsPerTask: 2 * c.Workload.Threads}
+	base := dispatch.SlurmArray{Name: "sharebench-" + c.Name, Script: "/runs/p/slurm/job.sh", LogDir: "/runs/100%/slurm", Gres: s.gres(c), CPUsPerTask: 2 * c.Workload.Threads}
 	var b bytes.Buffer
 	for _, a := range cellArrays(todo, 3, base) {
 		fmt.Fprintf(&b, "# sbatch, offset %s\n", a.Args[0])
@@ -71,15 +71,15 @@ func TestSlurmSbatchArgsGolden(t *testing.T) {
 func TestSlurmReason(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		task engine.SlurmTask
+		task dispatch.SlurmTask
 		want string
 	}{
-		{engine.SlurmTask{JobID: "9", Index: 2, State: "TIMEOUT", ExitCode: "0:15"}, "slurm: task 9_2 TIMEOUT: the task reached its time limit (--time) (exit code 0:15)"},
-		{engine.SlurmTask{JobID: "9", Index: 3, State: "OUT_OF_MEMORY", ExitCode: "0:125"}, "slurm: task 9_3 OUT_OF_MEMORY: the task exceeded its host memory limit (--mem) (exit code 0:125)"},
-		{engine.SlurmTask{JobID: "9", Index: 4, State: "NODE_FAIL"}, "slurm: task 9_4 NODE_FAIL: its node failed"},
-		{engine.SlurmTask{JobID: "9", Index: 5, State: "PREEMPTED"}, "slurm: task 9_5 PREEMPTED: the task was preempted"},
-		{engine.SlurmTask{JobID: "9", Index: 6, State: "FAILED", Reason: "NonZeroExitCode", ExitCode: "1:0"}, "slurm: task 9_6 FAILED: sharebench exited without a result (exit code 1:0, NonZeroExitCode)"},
-		{engine.SlurmTask{JobID: "9", Index: 7, State: "COMPLETED", ExitCode: "0:0"}, "slurm: task 9_7 COMPLETED: the task ended but its output has no result record (9_7.out)"},
+		{dispatch.SlurmTask{JobID: "9", Index: 2, State: "TIMEOUT", ExitCode: "0:15"}, "slurm: task 9_2 TIMEOUT: the task reached its time limit (--time) (exit code 0:15)"},
+		{dispatch.SlurmTask{JobID: "9", Index: 3, State: "OUT_OF_MEMORY", ExitCode: "0:125"}, "slurm: task 9_3 OUT_OF_MEMORY: the task exceeded its host memory limit (--mem) (exit code 0:125)"},
+		{dispatch.SlurmTask{JobID: "9", Index: 4, State: "NODE_FAIL"}, "slurm: task 9_4 NODE_FAIL: its node failed"},
+		{dispatch.SlurmTask{JobID: "9", Index: 5, State: "PREEMPTED"}, "slurm: task 9_5 PREEMPTED: the task was preempted"},
+		{dispatch.SlurmTask{JobID: "9", Index: 6, State: "FAILED", Reason: "NonZeroExitCode", ExitCode: "1:0"}, "slurm: task 9_6 FAILED: sharebench exited without a result (exit code 1:0, NonZeroExitCode)"},
+		{dispatch.SlurmTask{JobID: "9", Index: 7, State: "COMPLETED", ExitCode: "0:0"}, "slurm: task 9_7 COMPLETED: the task ended but its output has no result record (9_7.out)"},
 	} {
 		if got := slurmReason(tc.task, "/x/9_"+fmt.Sprint(tc.task.Index)+".out"); got != tc.want {
 			t.Errorf("got  %q\nwant %q", got, tc.want)
@@ -101,7 +101,7 @@ func fakeSlurm(t *testing.T) string {
 		t.Fatal(err)
 	}
 	script := `#!/bin/bash
-d=` + engine.ShellQuote(dir) + `
+d=` + dispatch.ShellQuote(dir) + `
 name=$(basename "$0")
 printf '%s' "$name" >>"$d/calls"; printf ' %q' "$@" >>"$d/calls"; echo >>"$d/calls"
 case $name in

@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/sharebench/sharebench/bench"
-	"github.com/sharebench/sharebench/engine"
+	"github.com/sharebench/sharebench/dispatch"
 	"github.com/sharebench/sharebench/runner"
 )
 
@@ -182,7 +182,7 @@ func (f *sweepFlags) sweep(ctx context.Context, in *bench.Inputs, runs []bench.R
 	if err != nil {
 		return nil, err
 	}
-	s := &engine.Slurm{Config: cfg, Logger: log}
+	s := &dispatch.Slurm{Config: cfg, Logger: log}
 	if err := s.Probe(ctx); err != nil {
 		return nil, err
 	}
