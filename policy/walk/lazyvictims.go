@@ -34,8 +34,8 @@ import "fmt"
 //     victims, every running job left to take ranks above it, and the walk only descends (the
 //     jobs it starts are not taken in the call). Placements go through try.
 //
-// Every walk walks all of its victims again, so none stays lazy after it. The exhaustive walk
-// never makes a victim lazy.
+// Every walk walks all of its victims again, so none stays lazy after it. The reference
+// executor never makes a victim lazy.
 type lazyState struct {
 	n     int     // lazy victims neither walked again nor released yet
 	first int     // index in greedy.victims of the first of them (they are one attempt's run)

@@ -31,8 +31,8 @@ import (
 // (checked separately). It is used only without preemption (victims' GPUs would hold jobs the
 // index does not list), with two jobs per GPU at most, without untagged jobs, restart
 // overheads or remaining times near the saturation of time.Duration (where the estimate would
-// not bound the exact time), and never by the exhaustive walk, which scans, and which tests
-// compare it with.
+// not bound the exact time); the reference executor runs the rule's scan, which tests compare
+// it with.
 type shareIndex struct {
 	on, off bool // off: no longer usable in this run
 	byTag   [][]ixEntry
