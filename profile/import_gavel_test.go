@@ -2,7 +2,9 @@ package profile
 
 import (
 	"bytes"
+	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -175,4 +177,23 @@ func FuzzImportGavel(f *testing.F) {
 		}
 		checkTable(t, tb)
 	})
+}
+
+// TestReadmeGavelPairs: README's count of the shipped profile's measured pairs is the file's.
+func TestReadmeGavelPairs(t *testing.T) {
+	prof, err := LoadFile(filepath.Join("..", "results", "profiles", "gavel-v100.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	configs := 0
+	for _, m := range prof.Models {
+		configs += len(m.Configs)
+	}
+	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("%d of %d configuration pairs", len(prof.Pairs), configs*configs); !strings.Contains(strings.Join(strings.Fields(string(readme)), " "), want) {
+		t.Errorf("README.md does not say %q", want)
+	}
 }
