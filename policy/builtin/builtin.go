@@ -70,6 +70,10 @@ var policies = []builtin{
 	// GPU-seconds only the first two apply.
 	{schedulers.KeyTiresias, "2D-LAS as the Tiresias/Muri simulators' dlas-gpu (Rivendile/Muri simulator/run_sim.py dlas_sim_jobs): queues by GPU-time, every job re-decided at every event by counting free GPUs, waiting jobs behind running ones in each queue; preemptive",
 		schedulers.TiresiasArgs{LimitsS: []float64{3250, 7200}, Service: "gpu-time"}, tiresias},
+	{schedulers.KeySRTF, "SRTF as the Muri simulator's shortest (Rivendile/Muri simulator/run_sim.py shortest_first_sim_jobs): every job re-decided at every event, by remaining time, placed with YARN on an empty cluster; preemptive",
+		struct{}{}, shortest(schedulers.NewSRTF)},
+	{schedulers.KeySRSF, "SRSF as the Muri simulator's shortest-gpu (Rivendile/Muri simulator/run_sim.py shortest_first_sim_jobs with gputime): srtf ordered by remaining GPU-time; preemptive",
+		struct{}{}, shortest(schedulers.NewSRSF)},
 	// 2D-LAS on the authors' physical loop, with the lineage's limits; the authors' own settings
 	// are the tiresias-testbed alias.
 	{schedulers.KeyTiresiasEntry, "2D-LAS on the authors' physical loop (Lai-JX/Scheduler Tiresias_jobs, jobs_placement): first come first served by queue entry, YARN placement, preemptive as fifo, starvation promotion",
@@ -152,6 +156,20 @@ func tiresias(c config, defaults any, raw json.RawMessage) (policy.Policy, error
 		return t, nil
 	}
 	return walk.FastTiresias(t), nil
+}
+
+// shortest builds srtf or srsf, which take no arguments.
+func shortest(rule func() *schedulers.Shortest) func(config, any, json.RawMessage) (policy.Policy, error) {
+	return func(c config, defaults any, raw json.RawMessage) (policy.Policy, error) {
+		var a struct{}
+		if err := decode(defaults, raw, &a); err != nil {
+			return nil, err
+		}
+		if c.reference {
+			return rule(), nil
+		}
+		return walk.FastShortest(rule()), nil
+	}
 }
 
 // decode fills a with the defaults, then with the JSON arguments over them. The defaults go
