@@ -72,7 +72,7 @@ var policies = []builtin{
 		schedulers.TiresiasArgs{LimitsS: []float64{3250, 7200}, Service: "gpu-time"}, tiresias},
 	{schedulers.KeyTiresiasGittins, "2D-LAS with Gittins-index order as the Tiresias simulator's dlas-gpu-gittins, kept in Rivendile/Muri simulator/run_sim.py (dlas_sim_jobs, get_gittins_index, cal_r_gittins_index, parse_job_dist): tiresias's queues and walk, each queue sorted by the Gittins index of the job's attained GPU-time (the Tiresias simulator's yarn-gput1000 job sizes, quantum delta_s), then submission second",
 		schedulers.TiresiasGittinsArgs{LimitsS: []float64{3250, 7200}, Service: "gpu-time", DeltaS: 3250}, tiresiasGittins},
-	{schedulers.KeySRTF, "SRTF as the Muri simulator's shortest (Rivendile/Muri simulator/run_sim.py shortest_first_sim_jobs): every job re-decided at every event, by remaining time, placed with YARN on an empty cluster; preemptive",
+	{schedulers.KeySRTF, "SRTF as the Muri simulator's shortest (Rivendile/Muri simulator/run_sim.py shortest_first_sim_jobs): every job re-decided at every event, by remaining time, placed in that order on an empty cluster with YARN (cluster.py ms_yarn_placement); preemptive",
 		struct{}{}, shortest(schedulers.NewSRTF)},
 	{schedulers.KeySRSF, "SRSF as the Muri simulator's shortest-gpu (Rivendile/Muri simulator/run_sim.py shortest_first_sim_jobs with gputime): srtf ordered by remaining GPU-time; preemptive",
 		struct{}{}, shortest(schedulers.NewSRSF)},
