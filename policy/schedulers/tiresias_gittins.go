@@ -138,9 +138,12 @@ type GittinsIndex struct {
 
 // NewGittinsIndex computes the index from samples of job sizes (in seconds of service) with a
 // quantum of delta seconds, as the lineage's cal_r_gittins_index does for every sample: for a
-// job that has attained a (one second below a sample size), the index is P/E with P the share of
-// the jobs larger than a that end within a+delta and E their mean service within the quantum,
-// both rounded to 5 decimals and the index to 4 (times 10^6), as Python rounds.
+// job that has attained a (one second below a sample size), the index is 10^6·P/E with P the
+// share of the samples larger than a that end by a+delta, and E the mean over those samples of
+// their size where they end by then and of delta where they do not (the whole size, as the
+// lineage counts it, not what is left after a); P and E are rounded to 5 decimals and the index
+// to 4, as Python rounds. (Where a+delta passes the largest sample, the lineage stops P's count
+// one sample short; so does this.)
 func NewGittinsIndex(sizes []int64, delta int) (*GittinsIndex, error) {
 	if len(sizes) < 2 {
 		return nil, fmt.Errorf("gittins index: need at least two job sizes, got %d", len(sizes))
