@@ -23,7 +23,8 @@ import (
 
 // propertyPolicies are run on random inputs.
 var propertyPolicies = append([]string{"sjf-no-preempt", "fifo-no-preempt", `tiresias-entry-order{"victims":"tentative"}`, "tiresias-entry-order", `tiresias{"service":"time"}`, `tiresias{"limits_s":[200,600,1500]}`, `tiresias{"limits_s":[50,100],"service":"time"}`,
-	`sjf-bsbf{"victims":"tentative","preempt":true}`, "sjf-ffs-preempt"}, goldenPolicies...)
+	`sjf-bsbf{"victims":"tentative","preempt":true}`, "sjf-ffs-preempt", `tiresias-gittins{"service":"time"}`,
+	`tiresias-gittins{"limits_s":[50,100],"service":"time","delta_s":60}`}, goldenPolicies...)
 
 // randomCase derives a small cluster, profile and trace from a seed.
 func randomCase(seed uint64) (cluster.Shape, *profile.Table, []trace.Job) {

@@ -18,7 +18,7 @@ import (
 
 // referencePolicies are every built-in policy and the variants of each: preemptive or not, the
 // two kinds of victims, consolidating, MPS, with and without sub-batch choice, and Tiresias'
-// settings.
+// settings (also with the Gittins order).
 var referencePolicies = []string{
 	"fifo", "fifo-no-preempt", `fifo{"victims":"tentative"}`,
 	"sjf", "sjf-no-preempt", `sjf{"victims":"tentative"}`,
@@ -28,6 +28,8 @@ var referencePolicies = []string{
 	"sjf-ffs", "sjf-ffs-preempt", `sjf-ffs{"preempt":true,"victims":"tentative"}`, "sjf-ffss", "sjf-ffss-preempt", "sjf-ffs-m",
 	"sjf-bsbf", "sjf-bsbf-fixed", "sjf-bsbf-preempt", `sjf-bsbf{"preempt":true,"victims":"tentative"}`, "sjf-bsbfs",
 	"sjf-bsbfs-preempt", "sjf-bsbf-m", `sjf-bsbf{"sub_batch":false,"preempt":true}`,
+	"srtf", "srsf", "tiresias-gittins", `tiresias-gittins{"service":"time"}`, `tiresias-gittins{"limits_s":[200,600,1500],"delta_s":300}`,
+	`tiresias-gittins{"limits_s":[50,100],"service":"time","delta_s":60}`,
 }
 
 // referenceCase derives a random case from a seed: up to 3 nodes of up to 4 GPUs holding 1 to 4

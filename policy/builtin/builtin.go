@@ -70,6 +70,12 @@ var policies = []builtin{
 	// GPU-seconds only the first two apply.
 	{schedulers.KeyTiresias, "2D-LAS as the Tiresias/Muri simulators' dlas-gpu (Rivendile/Muri simulator/run_sim.py dlas_sim_jobs): queues by GPU-time, every job re-decided at every event by counting free GPUs, waiting jobs behind running ones in each queue; preemptive",
 		schedulers.TiresiasArgs{LimitsS: []float64{3250, 7200}, Service: "gpu-time"}, tiresias},
+	{schedulers.KeyTiresiasGittins, "2D-LAS with Gittins-index order as the Tiresias simulator's dlas-gpu-gittins, kept in Rivendile/Muri simulator/run_sim.py (dlas_sim_jobs, get_gittins_index, cal_r_gittins_index, parse_job_dist): tiresias's queues and walk, each queue sorted by the Gittins index of the job's attained GPU-time (the Tiresias simulator's yarn-gput1000 job sizes, quantum delta_s), then submission second",
+		schedulers.TiresiasGittinsArgs{LimitsS: []float64{3250, 7200}, Service: "gpu-time", DeltaS: 3250}, tiresiasGittins},
+	{schedulers.KeySRTF, "SRTF as the Muri simulator's shortest (Rivendile/Muri simulator/run_sim.py shortest_first_sim_jobs): every job re-decided at every event, by remaining time, placed in that order on an empty cluster with YARN (cluster.py ms_yarn_placement); preemptive",
+		struct{}{}, shortest(schedulers.NewSRTF)},
+	{schedulers.KeySRSF, "SRSF as the Muri simulator's shortest-gpu (Rivendile/Muri simulator/run_sim.py shortest_first_sim_jobs with gputime): srtf ordered by remaining GPU-time; preemptive",
+		struct{}{}, shortest(schedulers.NewSRSF)},
 	// 2D-LAS on the authors' physical loop, with the lineage's limits; the authors' own settings
 	// are the tiresias-testbed alias.
 	{schedulers.KeyTiresiasEntry, "2D-LAS on the authors' physical loop (Lai-JX/Scheduler Tiresias_jobs, jobs_placement): first come first served by queue entry, YARN placement, preemptive as fifo, starvation promotion",
@@ -152,6 +158,35 @@ func tiresias(c config, defaults any, raw json.RawMessage) (policy.Policy, error
 		return t, nil
 	}
 	return walk.FastTiresias(t), nil
+}
+
+func tiresiasGittins(c config, defaults any, raw json.RawMessage) (policy.Policy, error) {
+	var a schedulers.TiresiasGittinsArgs
+	if err := decode(defaults, raw, &a); err != nil {
+		return nil, err
+	}
+	t, err := schedulers.NewTiresiasGittins(a)
+	if err != nil {
+		return nil, err
+	}
+	if c.reference {
+		return t, nil
+	}
+	return walk.FastTiresiasGittins(t), nil
+}
+
+// shortest builds srtf or srsf, which take no arguments.
+func shortest(rule func() *schedulers.Shortest) func(config, any, json.RawMessage) (policy.Policy, error) {
+	return func(c config, defaults any, raw json.RawMessage) (policy.Policy, error) {
+		var a struct{}
+		if err := decode(defaults, raw, &a); err != nil {
+			return nil, err
+		}
+		if c.reference {
+			return rule(), nil
+		}
+		return walk.FastShortest(rule()), nil
+	}
 }
 
 // decode fills a with the defaults, then with the JSON arguments over them. The defaults go

@@ -1,8 +1,10 @@
 // Package schedulers holds the decision rules of the built-in policies, one file per scheduler:
 // fifo, sjf, sjf-ffs, sjf-bsbf and tiresias-entry-order as declarations of the authors' loop
-// (policy.Greedy), and tiresias (Muri's dlas-gpu) as a policy of its own. Each file reads top to
-// bottom: the order, the placement, the victims and the sharing rule. They say what to decide;
-// package walk carries the declarations out, and package builtin registers them.
+// (policy.Greedy), and the Muri simulator's rules, which re-decide every job at every event, as
+// policies of their own: tiresias (dlas-gpu), tiresias-gittins, srtf and srsf (lineage.go holds
+// what they share). Each file reads top to bottom: the order, the placement, the victims and the
+// sharing rule. They say what to decide; package walk carries the declarations out and makes the
+// Muri rules' fast forms, and package builtin registers them.
 package schedulers
 
 // Registry keys of the built-in policies.
@@ -14,4 +16,8 @@ const (
 	KeyTiresiasEntry = "tiresias-entry-order"
 	KeySJFFFS        = "sjf-ffs"
 	KeySJFBSBF       = "sjf-bsbf"
+	// The Muri simulator's shortest, shortest-gpu and dlas-gpu-gittins.
+	KeySRTF            = "srtf"
+	KeySRSF            = "srsf"
+	KeyTiresiasGittins = "tiresias-gittins"
 )

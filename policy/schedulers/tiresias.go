@@ -38,6 +38,7 @@ type TiresiasArgs struct {
 // This is the rule as the lineage's code states it, walking every job at every call; the fast
 // executor (walk.FastTiresias) keeps the queues so that a call costs what changed.
 type Tiresias struct {
+	name      string
 	limits    []float64 // queue limits in seconds of attained service
 	gpuTime   bool
 	demoteWhy []string // demoteWhy[q-1]: the decision log's reason for a demotion to queue q
@@ -47,6 +48,13 @@ type Tiresias struct {
 	seen   []bool    // by Job.Idx: has arrived
 	nxt    int32     // jobs with Idx < nxt have arrived
 	runs   []bool    // by Job.Idx: runs after the last walk
+
+	// gittins, when set, orders each queue by the Gittins index before it is walked
+	// (tiresias-gittins); rank, ix and sorted are its scratch.
+	gittins *GittinsIndex
+	rank    []float64
+	ix      []int32
+	sorted  []int32
 }
 
 var _ policy.Policy = (*Tiresias)(nil)
@@ -61,7 +69,7 @@ func NewTiresias(a TiresiasArgs) (*Tiresias, error) {
 			return nil, fmt.Errorf("limits_s: want positive, increasing limits of at most 1e9 s, got %v", a.LimitsS)
 		}
 	}
-	t := &Tiresias{limits: slices.Clone(a.LimitsS), queues: make([][]int32, len(a.LimitsS)+1)}
+	t := &Tiresias{name: KeyTiresias, limits: slices.Clone(a.LimitsS), queues: make([][]int32, len(a.LimitsS)+1)}
 	for q, l := range t.limits {
 		t.demoteWhy = append(t.demoteWhy, fmt.Sprintf("queue %d: attained service reached %gs", q+1, l))
 	}
@@ -76,7 +84,11 @@ func NewTiresias(a TiresiasArgs) (*Tiresias, error) {
 }
 
 // Name returns the registry key.
-func (t *Tiresias) Name() string { return KeyTiresias }
+func (t *Tiresias) Name() string { return t.name }
+
+// Gittins reports whether each queue is ordered by the Gittins index before it is walked
+// (tiresias-gittins); walk.FastTiresias does not, walk.FastTiresiasGittins does.
+func (t *Tiresias) Gittins() bool { return t.gittins != nil }
 
 // Exclusive marks Tiresias as never sharing a GPU.
 func (t *Tiresias) Exclusive() {}
@@ -96,7 +108,7 @@ func (t *Tiresias) Schedule(s *policy.State) (policy.Plan, error) {
 	for _, id := range s.Finished {
 		j := s.Lookup(id)
 		if j == nil {
-			return plan, fmt.Errorf("policy %s: finished job %d is unknown", KeyTiresias, id)
+			return plan, fmt.Errorf("policy %s: finished job %d is unknown", t.name, id)
 		}
 		q := t.queue[j.Idx]
 		t.queues[q] = slices.DeleteFunc(t.queues[q], func(i int32) bool { return i == j.Idx })
@@ -113,7 +125,7 @@ func (t *Tiresias) Schedule(s *policy.State) (policy.Plan, error) {
 	slices.Reverse(arrived)
 	for _, i := range arrived {
 		if t.seen[i] {
-			return plan, fmt.Errorf("policy %s: job %d arrived twice", KeyTiresias, s.Jobs[i].ID)
+			return plan, fmt.Errorf("policy %s: job %d arrived twice", t.name, s.Jobs[i].ID)
 		}
 		t.seen[i] = true
 		t.nxt = max(t.nxt, i+1)
@@ -138,6 +150,9 @@ func (t *Tiresias) Schedule(s *policy.State) (policy.Plan, error) {
 	var stops, starts []int32
 	free := s.Cluster.NumGPUs()
 	for _, queue := range t.queues {
+		if t.gittins != nil {
+			t.sortQueue(s, queue)
+		}
 		for _, i := range queue {
 			j := s.Jobs[i]
 			t.runs[i] = free >= j.GPUs
@@ -213,35 +228,10 @@ func (t *Tiresias) JumpAt(q, gpus int) time.Duration {
 // DemoteReason is the decision log's reason for a demotion into queue q.
 func (t *Tiresias) DemoteReason(q int) string { return t.demoteWhy[q-1] }
 
-// Apply turns a walk's decisions into plan: the stops first, then the starts, each on the
-// lowest-numbered idle GPUs once the stopped jobs have left. Jobs are given by index; queue gives
-// a started job's queue, for its reason; the starts' GPU lists are appended to gpus, which is
-// returned (the fast executor reuses it).
+// Apply turns a walk's decisions into plan (applyLineage): the stops first, then the starts, each
+// on the lowest-numbered idle GPUs once the stopped jobs have left. Jobs are given by index; queue
+// gives a started job's queue, for its reason; the starts' GPU lists are appended to gpus, which
+// is returned (the fast executor reuses it).
 func (t *Tiresias) Apply(s *policy.State, stops, starts []int32, queue func(int32) int, gpus []int, plan *policy.Plan) ([]int, error) {
-	cl := s.Cluster
-	for _, i := range stops {
-		j := s.Jobs[i]
-		if err := cl.Release(j.ID); err != nil {
-			return gpus, fmt.Errorf("policy %s: preempt job %d: %w", KeyTiresias, j.ID, err)
-		}
-		plan.Stop = append(plan.Stop, j.ID)
-	}
-	for _, i := range starts {
-		j := s.Jobs[i]
-		lo := len(gpus)
-		gpus = cl.AppendIdle(gpus, j.GPUs)
-		on := gpus[lo:len(gpus):len(gpus)]
-		if len(on) < j.GPUs {
-			return gpus, fmt.Errorf("policy %s: job %d: %d idle GPUs for %d (the count of free GPUs is off)", KeyTiresias, j.ID, len(on), j.GPUs)
-		}
-		if err := cl.Place(j.ID, on, j.Options[j.Fast].Mem); err != nil {
-			return gpus, fmt.Errorf("policy %s: job %d: %w", KeyTiresias, j.ID, err)
-		}
-		pl := policy.Placement{Job: j.ID, GPUs: on, Opt: j.Fast}
-		if s.Env.Explain {
-			pl.Reason = "queue " + strconv.Itoa(queue(i)) + ", fits in the free GPUs"
-		}
-		plan.Start = append(plan.Start, pl)
-	}
-	return gpus, nil
+	return applyLineage(s, t.name, stops, starts, func(i int32) string { return "queue " + strconv.Itoa(queue(i)) + ", fits in the free GPUs" }, gpus, plan)
 }
