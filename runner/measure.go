@@ -62,9 +62,12 @@ type RunResult struct {
 	Phase      string `json:"phase,omitempty"`
 	StderrTail string `json:"stderr_tail,omitempty"`
 	// WindowNs is the overlap window [lo, hi] in CLOCK_MONOTONIC nanoseconds.
-	WindowNs    [2]int64 `json:"window_ns"`
-	WindowS     float64  `json:"window_s"`
-	ShortWindow bool     `json:"short_window,omitempty"`
+	WindowNs [2]int64 `json:"window_ns"`
+	WindowS  float64  `json:"window_s"`
+	// MeasureS is the wall time from "go" to the end of the run (every member stopped: exited,
+	// or idle for warm workers): the window, the steps outside it and those in flight at stop.
+	MeasureS    float64 `json:"measure_s,omitempty"`
+	ShortWindow bool    `json:"short_window,omitempty"`
 	// StartSkewMs is |first step start of A − first step start of B| in a pair: how
 	// closely the barrier released the two processes.
 	StartSkewMs float64        `json:"start_skew_ms,omitempty"`
@@ -408,6 +411,9 @@ func (rc *runCtx) execute(ctx context.Context, plan runPlan) (RunResult, error) 
 				}
 			}
 		}
+	}
+	if !goAt.IsZero() {
+		res.MeasureS = time.Since(goAt).Seconds()
 	}
 	stopTelemetry()
 	if tdone != nil {

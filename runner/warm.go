@@ -862,6 +862,9 @@ func (rc *runCtx) executeWarm(ctx context.Context, plan runPlan) (RunResult, err
 			}
 		}
 	}
+	if !goAt.IsZero() {
+		res.MeasureS = time.Since(goAt).Seconds()
+	}
 	stopTelemetry()
 	if tdone != nil {
 		sum := <-tdone
