@@ -262,6 +262,9 @@ func (p *warmPool) prepare(ctx context.Context, group string, cells, keep []Cell
 		rec.Workers = append(rec.Workers, w.report())
 	}
 	rec.Finished = time.Now().UTC()
+	if len(fresh) == 0 && rec.Retired == 0 {
+		return rec
+	}
 	p.record(rec)
 	p.log.Info("warm workers ready", "group", group, "started", len(fresh), "retired", rec.Retired,
 		"load_s", round3(rec.LoadS), "warm_s", round3(rec.WarmS))

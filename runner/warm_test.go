@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/sharebench/sharebench/profile"
+	"github.com/sharebench/sharebench/runner/gpu"
 )
 
 // warmFake is a warm-worker campaign on the fake backend: two models, each alone and with the
@@ -259,6 +261,72 @@ fake: {default_step_ms: 2}
 	if crashStarts != 3 || oomStarts != 1 {
 		t.Errorf("crash worker started %d times (want 3: replaced after each crash), oom worker %d (want 1: not retried)\n%v", crashStarts, oomStarts, starts)
 	}
+}
+
+// TestWarmWorkersMPS: the MPS pairs come after the time-slicing levels with workers of their
+// own, connected to the MPS daemon, once the time-slicing workers are retired; without a
+// daemon they are unavailable and no worker starts for them.
+func TestWarmWorkersMPS(t *testing.T) {
+	y := `
+name: warm-mps
+workers: warm
+order: levels
+modes: [timeslice, mps]
+repeats: 1
+max_repeats: 1
+reuse_solo: true
+models: [{name: a, batches: [8]}, {name: b, batches: [8]}]
+pairs: [[a, b]]
+warmup: {steps: 1, seconds: 0}
+window: {min_steps: 6, min_seconds: 100, floor_steps: 5, trim: 1, max_seconds: 30}
+timeouts: {ready: 30s, stall: 10s, grace: 2s}
+telemetry: fake
+fake: {default_step_ms: 2}
+`
+	t.Run("daemon", func(t *testing.T) {
+		bin := fakeMPSControl(t)
+		t.Setenv("PATH", bin+string(filepath.ListSeparator)+os.Getenv("PATH"))
+		c, logPath := fakeCampaign(t, y)
+		s := gpu.NewFake(1)
+		s.MPSProcs = 1
+		out := t.TempDir()
+		sum, err := Run(context.Background(), c, RunOptions{OutDir: out, Backend: fakeBackend(c.Fake), Sampler: s, ProcRoot: t.TempDir()})
+		if err != nil || sum.Cells.OK != 4 {
+			t.Fatalf("%v %+v", err, sum.Cells)
+		}
+		var groups []string
+		for _, w := range workersRecords(t, filepath.Join(out, JournalFile)) {
+			groups = append(groups, fmt.Sprintf("%s: %d started, %d retired", w.Group, len(w.Workers), w.Retired))
+		}
+		if d := cmp.Diff([]string{"timeslice level 0: 2 started, 0 retired", "mps level 0: 2 started, 2 retired"}, groups); d != "" {
+			t.Errorf("groups (-want +got):\n%s", d)
+		}
+		b, _ := os.ReadFile(logPath)
+		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			f := strings.Fields(line)
+			if len(f) < 6 || f[2] != "start" {
+				continue
+			}
+			if mps := strings.Contains(f[0], "-mps-"); mps != strings.HasSuffix(f[5], "/pipe") {
+				t.Errorf("worker %s got CUDA_MPS_PIPE_DIRECTORY %s", f[0], f[5])
+			}
+		}
+	})
+	t.Run("no daemon", func(t *testing.T) {
+		t.Setenv("PATH", "/nonexistent")
+		c, logPath := fakeCampaign(t, strings.Replace(y, "telemetry: fake", "telemetry: none", 1))
+		out := t.TempDir()
+		sum, err := Run(context.Background(), c, RunOptions{OutDir: out, Backend: fakeBackend(c.Fake), ProcRoot: t.TempDir()})
+		if err != nil || sum.Cells.OK != 3 || sum.Cells.Unavailable != 1 {
+			t.Fatalf("%v %+v", err, sum.Cells)
+		}
+		starts, _ := workerLaunches(t, logPath)
+		for id := range starts {
+			if strings.Contains(id, "-mps-") {
+				t.Errorf("an MPS worker started without a daemon: %s", id)
+			}
+		}
+	})
 }
 
 // TestWarmWorkersCampaignRules: workers must be fresh or warm, and warm workers need one GPU
