@@ -37,6 +37,15 @@ const (
 	OrderLevels   = "levels"
 )
 
+// Workload process lifetimes (Campaign.Workers).
+const (
+	// WorkersFresh starts fresh workload processes for every run (the default).
+	WorkersFresh = "fresh"
+	// WorkersWarm keeps one long-lived process per configuration (train.py --serve) and has it
+	// run the measurement windows of every cell that needs it (docs/runner.md, "Warm workers").
+	WorkersWarm = "warm"
+)
+
 // Pair grids.
 const (
 	// GridFull pairs every sub-batch of A with every sub-batch of B (|b_A|·|b_B| cells).
@@ -102,9 +111,16 @@ type Campaign struct {
 	// starts after it. Cells left out stay pending and run on the next invocation.
 	Budget Duration `yaml:"budget,omitempty" json:"budget,omitempty"`
 	// Order is the execution order: campaign (default: solo cells, then pairs) or levels
-	// (sub-batch level 0 solo cells, then its pairs, then level 1, …), so that a budget that
+	// (sub-batch level 0 solo cells, then its time-slicing pairs, then level 1, …, and the
+	// pairs of other sharing modes level by level after all of them), so that a budget that
 	// runs out leaves whole levels measured.
 	Order string `yaml:"order,omitempty" json:"order"`
+	// Workers is fresh (default: new processes for every run) or warm (one long-lived process
+	// per configuration and sharing mode, built and warmed up once, that runs the windows of
+	// every cell needing it; a pair of a configuration with itself gets a second one). Warm
+	// workers need one GPU (or device cpu) and jobs of one GPU; the cluster engines, which run
+	// each cell as its own task, start fresh processes for them.
+	Workers string `yaml:"workers,omitempty" json:"workers"`
 	// ForeignWait bounds the wait for compute processes that are not the runner's to leave a
 	// cell's GPUs before it starts (default 60s; then it runs with a note).
 	ForeignWait Duration `yaml:"foreign_wait,omitempty" json:"foreign_wait"`
@@ -456,6 +472,7 @@ func (c *Campaign) Resolve() error {
 	}
 	setDefault(&c.PairGrid, GridFull)
 	setDefault(&c.Order, OrderCampaign)
+	setDefault(&c.Workers, WorkersFresh)
 	setDefault(&c.Workload.Precision, "default")
 	setDefault(&c.Workload.Python, "python3")
 	setDefault(&c.Workload.Script, "workloads/train.py")
@@ -578,6 +595,23 @@ func (c *Campaign) validate() error {
 	case GridFull, GridMatched:
 	default:
 		return fmt.Errorf("pair_grid: %q: want full or matched", c.PairGrid)
+	}
+	switch c.Workers {
+	case WorkersFresh:
+	case WorkersWarm:
+		// A worker is bound to the GPU it initialised CUDA on, and --serve runs one process.
+		if c.Workload.Device != "cpu" && len(c.GPUs) != 1 {
+			return fmt.Errorf("workers: warm needs one GPU (gpus: [\"0\"]); %d given", len(c.GPUs))
+		}
+		for i, m := range c.Models {
+			for _, g := range m.GPUs {
+				if g != 1 {
+					return fmt.Errorf("models[%d].gpus: workers: warm runs jobs of one GPU; %s has %d", i, m.Name, g)
+				}
+			}
+		}
+	default:
+		return fmt.Errorf("workers: %q: want fresh or warm", c.Workers)
 	}
 	if len(c.Models) == 0 {
 		return errors.New("models: none given")
@@ -978,7 +1012,7 @@ func (c *Campaign) Cells() []Cell {
 	}
 	if c.Order == OrderLevels {
 		slices.SortStableFunc(cells, func(x, y Cell) int {
-			return cmp.Or(x.Level-y.Level, kindRank(x.Kind)-kindRank(y.Kind))
+			return cmp.Or(modeRank(x)-modeRank(y), x.Level-y.Level, kindRank(x.Kind)-kindRank(y.Kind))
 		})
 	}
 	for i := range cells {
@@ -993,6 +1027,16 @@ func (c *Campaign) Cells() []Cell {
 		cells[i].ID = c.cellID(cells[i])
 	}
 	return cells
+}
+
+// modeRank puts solo cells and time-slicing pairs before the pairs of other sharing modes under
+// order: levels: a budget that runs out then leaves the time-slicing profile whole, and the MPS
+// levels, which need workers of their own, come last.
+func modeRank(cell Cell) int {
+	if cell.Kind == KindSolo || cell.Mode == string(profile.Timeslice) {
+		return 0
+	}
+	return 1
 }
 
 func kindRank(kind string) int {
@@ -1050,6 +1094,8 @@ func (c *Campaign) cellID(cell Cell) string {
 		Env        map[string]string
 		Image      string
 		Fake       *FakeConfig
+		// Workers is set for warm workers only, so the IDs of fresh-process campaigns stay.
+		Workers string `json:",omitempty"`
 	}{
 		V: 2, Kind: cell.Kind, A: cell.A, B: cell.B, Mode: cell.Mode, Backend: c.Backend, Seed: c.Seed,
 		Repeats: c.Repeats, MaxRepeats: c.MaxRepeats, CITarget: c.CITarget, ReuseSolo: c.ReuseSolo, Warmup: c.Warmup, Window: c.Window,
@@ -1058,6 +1104,9 @@ func (c *Campaign) cellID(cell Cell) string {
 	}
 	if cell.Kind == KindSolo {
 		key.ReuseSolo = false // a solo cell measures the same either way
+	}
+	if c.Workers == WorkersWarm {
+		key.Workers = c.Workers
 	}
 	if c.Backend == BackendContainer {
 		key.Image = c.Container.Image

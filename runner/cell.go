@@ -154,6 +154,10 @@ type CellOptions struct {
 	// Token marks the cell's processes in their environment (EnvToken), so that processes
 	// that leave their process group are still found and stopped; "" derives one from OutDir.
 	Token string
+
+	// pool runs the cell's windows on warm workers (Run, for workers: warm); without it the
+	// cell starts fresh processes, as a cluster task does.
+	pool *warmPool
 }
 
 // cellMode is the sharing mode a cell asks for: its own for pairs, timeslice for solo cells
@@ -234,7 +238,10 @@ func runCell(ctx context.Context, c *Campaign, cell Cell, b Backend, opt CellOpt
 	}
 	rc := &runCtx{
 		c: c, cell: cell, backend: b, sampler: opt.Sampler, gpus: gpus, devIdx: opt.DeviceIndex, outDir: opt.OutDir,
-		cellDir: filepath.Join(opt.OutDir, "cells", cell.Dir()), log: log, token: token,
+		cellDir: filepath.Join(opt.OutDir, "cells", cell.Dir()), log: log, token: token, pool: opt.pool,
+	}
+	if c.Workers == WorkersWarm && opt.pool == nil {
+		res.Notes = append(res.Notes, "workers: warm, but this cell ran alone (a cluster task or profile cell): fresh processes")
 	}
 	done := func(status Status, reason string) (Result, error) {
 		res.Status, res.Reason, res.Finished = status, reason, time.Now().UTC()

@@ -3,12 +3,17 @@ package runner
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"maps"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/sharebench/sharebench/profile"
 )
 
 // deviceCheck runs bench/device_check.sh with args and extra environment, returning its
@@ -51,6 +56,19 @@ func TestDeviceCheckScript(t *testing.T) {
 			t.Errorf("exit %d, output:\n%s", code, out)
 		}
 	})
+	t.Run("a plan over the budget stops before the preflight", func(t *testing.T) {
+		// A stand-in binary whose projection does not fit: the script must stop with the
+		// projection's verdict before it spends device time.
+		bin := filepath.Join(t.TempDir(), "sharebench")
+		stub := "#!/bin/sh\ncase \"$1 $2\" in\n'help '*) exit 0 ;;\n'profile plan') echo 'projected campaign: 900 s (windows 800 s, run overheads 50 s, warm workers 50 s); shot 990 s of a 400 s budget: does not fit'; echo 'Error: profile plan: too long' >&2; exit 1 ;;\nesac\nexit 3\n"
+		if err := os.WriteFile(bin, []byte(stub), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		out, code := deviceCheck(t, []string{"SHAREBENCH=" + bin, "OUT=" + t.TempDir()}, "--python", py)
+		if code != 2 || !strings.Contains(out, "plan does not fit its 400s budget") || !strings.Contains(out, "shot 990 s") || strings.Contains(out, "preflight:") {
+			t.Errorf("exit %d, output:\n%s", code, out)
+		}
+	})
 	t.Run("no nvidia-smi fails fast", func(t *testing.T) {
 		path := "/usr/bin:/bin"
 		for _, d := range filepath.SplitList(path) {
@@ -85,16 +103,31 @@ func TestDeviceCheckScript(t *testing.T) {
 			t.Errorf("exit %d, output:\n%s", code, text)
 		}
 		var sum struct {
-			Cells  int            `json:"cells"`
-			Status map[string]int `json:"status"`
-			Rows   []map[string]string
+			Cells    int            `json:"cells"`
+			Status   map[string]int `json:"status"`
+			Rows     []map[string]any
+			Measured map[string]float64 `json:"measured"`
 		}
 		b, err := os.ReadFile(filepath.Join(out, "summary.json"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		if err := json.Unmarshal(b, &sum); err != nil || sum.Cells != 3 || sum.Status["ok"] != 3 || len(sum.Rows) != 3 {
-			t.Errorf("summary.json: %v\n%s", err, b)
+			t.Fatalf("summary.json: %v\n%s", err, b)
+		}
+		// Each cell's wall time splits into its runs' windows and the rest (setup), from the
+		// journal.
+		for _, r := range sum.Rows {
+			w, ok1 := r["window_s"].(float64)
+			run, ok2 := r["run_s"].(float64)
+			setup, ok3 := r["setup_s"].(float64)
+			wall, ok4 := r["wall_s"].(float64)
+			if !ok1 || !ok2 || !ok3 || !ok4 || w <= 0 || run < w || setup < 0 || math.Abs(run+setup-wall) > 0.01 {
+				t.Errorf("row %v: window, run, setup and wall times", r)
+			}
+		}
+		if sum.Measured["window_s"] <= 0 || !strings.Contains(text, "| window s | run s | setup s |") {
+			t.Errorf("measured %v; summary:\n%s", sum.Measured, text)
 		}
 	})
 }
@@ -154,10 +187,31 @@ func TestDeviceCheckCampaigns(t *testing.T) {
 		}
 		return out
 	}
-	if g, d := plan(gpu), plan(dry); !slices.Equal(g, d) || len(g) != 24 {
+	// 8 solo cells and 36 pairs (28 of two models, 8 of a model with itself) at each of two
+	// sub-batch levels.
+	if g, d := plan(gpu), plan(dry); !slices.Equal(g, d) || len(g) != 88 {
 		t.Errorf("the dry run's plan differs from the GPU's:\n%v\n%v", g, d)
 	}
-	if gpu.Budget.D() <= 0 || gpu.Order != OrderLevels || dry.Workload.Device != "cpu" || !dry.Workload.Tiny {
-		t.Errorf("budget %v, order %s, dry device %s tiny %v", gpu.Budget, gpu.Order, dry.Workload.Device, dry.Workload.Tiny)
+	count := map[string]int{}
+	for _, cell := range gpu.Cells() {
+		count[fmt.Sprintf("%s %d", cell.Kind, cell.Level)]++
+		if cell.Kind == KindPair && cell.Mode != string(profile.Timeslice) {
+			t.Errorf("%s: mode %s; the script adds MPS", cell.Label, cell.Mode)
+		}
+	}
+	if want := map[string]int{"solo 0": 8, "pair 0": 36, "solo 1": 8, "pair 1": 36}; !maps.Equal(count, want) {
+		t.Errorf("cells by kind and level %v, want %v", count, want)
+	}
+	for _, c := range []*Campaign{gpu, dry} {
+		if c.Budget.D() <= 0 || c.Order != OrderLevels || c.Workers != WorkersWarm || c.Repeats != 1 || !c.ReuseSolo {
+			t.Errorf("%s: budget %v, order %s, workers %s, repeats %d, reuse_solo %v", c.Name, c.Budget, c.Order, c.Workers, c.Repeats, c.ReuseSolo)
+		}
+	}
+	// The dry run's windows hold fewer steps on a CPU, and no longer a cap.
+	if dry.Window.FloorSteps > gpu.Window.FloorSteps || dry.Window.MaxSeconds > gpu.Window.MaxSeconds {
+		t.Errorf("the dry run's windows are not a shorter version of the GPU's: %+v, %+v", dry.Window, gpu.Window)
+	}
+	if dry.Workload.Device != "cpu" || !dry.Workload.Tiny {
+		t.Errorf("dry device %s tiny %v", dry.Workload.Device, dry.Workload.Tiny)
 	}
 }

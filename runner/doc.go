@@ -5,9 +5,11 @@
 // (model, batch, sub-batch, GPU count) measured alone, or two together under a sharing mode,
 // from repeats to max_repeats repeats each (until the CI is tight). A repeat is a solo-A,
 // solo-B and pair run in ABBA order, every run in fresh processes started by a Backend (Local,
-// ContainerBackend for docker or podman, Fake). Children speak protocol v1 (JSON lines,
-// Parser) and are released together by a ready/go barrier; only steps inside the overlap
-// window count. Per-cell failures (OOM, crash, hang, malformed stream, unwritable raw files)
+// ContainerBackend for docker or podman, Fake), or, with workers: warm, in a measurement window
+// of long-lived warm workers (train.py --serve; warmPool) that Run starts once per
+// configuration and group of cells. Children speak protocol v1 (JSON lines, Parser) and are
+// released together by a ready/go barrier; only steps inside the overlap window count.
+// Project projects a campaign's time from step times (sharebench profile plan). Per-cell failures (OOM, crash, hang, malformed stream, unwritable raw files)
 // are Results, never errors; errors are for cancellation and infrastructure. The Slurm and
 // Kubernetes dispatchers (Slurm, Kube) run cells as cluster tasks through package dispatch. The
 // package never imports policy or sim, and it changes no GPU setting (an MPS daemon it starts
@@ -43,7 +45,12 @@
 //     campaign.json (PlanFile) is the resolved campaign, written before the first cell, so
 //     that CampaignStatus knows every cell even when no manifest was written.
 //
+// Warm-worker campaigns add a record of kind "workers" (WorkersRecord) each time a group of
+// workers is made ready: how long they took to start and build (at once) and to warm up (one at
+// a time), and which were retired first.
+//
 // Raw data lives next to it: DIR/cells/<index>-<label>-<id8>/<run>-<role>.events.jsonl (the
 // protocol lines), <run>-<role>.log (stderr and non-protocol stdout) and
-// <run>.telemetry.jsonl.
+// <run>.telemetry.jsonl; with warm workers these hold what the workers wrote during the run's
+// window, and DIR/workers/<worker>.events.jsonl and .log what they wrote outside windows.
 package runner

@@ -215,6 +215,7 @@ func FakeWorkload(args []string, stdin io.Reader, stdout, stderr io.Writer, gete
 		seed        = fs.Int64("seed", 1, "seed of the step-time jitter")
 		runID       = fs.String("run-id", "", "run id")
 		inject      = fs.String("inject", "", "failure to inject")
+		serve       = fs.Bool("serve", false, "warm worker: warm-ups and windows on command until quit")
 	)
 	fs.String("impl", "auto", "ignored")
 	fs.Bool("h2d", false, "ignored")
@@ -261,6 +262,9 @@ func FakeWorkload(args []string, stdin io.Reader, stdout, stderr io.Writer, gete
 		Precision: map[string]any{"mode": *precision}, Timing: "wall", CUDAVisible: getenv("CUDA_VISIBLE_DEVICES"),
 		Device: map[bool]string{true: "cpu", false: "cuda:0"}[*device == "cpu"], GPU: "Fake GPU", Torch: "fake",
 		PID: w.pid, Threads: *threads, Seed: *seed})
+	if *serve {
+		return w.serve(newServeReader(stdin), inj, *warmSteps, *warmSeconds, *maxSteps, launch, getenv(EnvFakePIDFile))
+	}
 	cmds := newCommandReader(stdin)
 	if inj.kind == "oom" && inj.phase == "build" {
 		return w.oom("build", "CUDA out of memory (fake: --inject oom@build)")
@@ -322,6 +326,169 @@ func FakeWorkload(args []string, stdin io.Reader, stdout, stderr io.Writer, gete
 	w.emit(Event{Event: EventMem, MaxAllocated: mem * 4 / 5, MaxReserved: mem, MemSource: "fake"})
 	w.emit(Event{Event: EventDone, Steps: n, Exit: exit})
 	return ExitOK
+}
+
+// serve plays a warm worker (train.py --serve): loaded, then warm-ups (ready) and windows (steps,
+// mem, idle) on command until quit or EOF (done). Memory is reserved on the fake GPU at the first
+// warm-up and held until exit, as a real worker's caching allocator holds it; the worker counts as
+// active for its peers only during its windows. Injections fire as train.py's do: oom@warmup and
+// hang@warmup in the first warm-up, hang after the first ready, oom@measure in the first window,
+// crash@N and garbage@N at step N of any window.
+func (w *fakeRun) serve(cmds *serveReader, inj injection, warmSteps int, warmSeconds float64, maxSteps int, launch func(string), pidFile string) int {
+	if inj.kind == "oom" && inj.phase == "build" {
+		return w.oom("build", "CUDA out of memory (fake: --inject oom@build)")
+	}
+	if inj.kind == "escape" {
+		if err := escape(pidFile); err != nil {
+			fmt.Fprintln(w.stderr, "fake-workload: --inject escape:", err)
+			return 1
+		}
+	}
+	w.emit(Event{Event: EventLoaded, BuildS: 0, Params: 1})
+	mem := w.cfg.memBytes(w.model, w.batch, w.sub)
+	total, windows, warmups := 0, 0, 0
+	defer w.release()
+	for {
+		switch cmds.next() {
+		case CmdQuit:
+			w.emit(Event{Event: EventDone, Steps: total, Exit: "ok"})
+			return ExitOK
+		case CmdWarmup:
+			first := warmups == 0
+			warmups++
+			if first && inj.kind == "hang" && inj.phase == "warmup" {
+				hangForever(w.stderr)
+			}
+			start := time.Now()
+			var durs []float64
+			for len(durs) < warmSteps || time.Since(start).Seconds() < warmSeconds {
+				t0, t1, _ := w.step(false)
+				durs = append(durs, float64(t1-t0)/1e6)
+			}
+			if first && inj.kind == "oom" && inj.phase == "warmup" {
+				return w.oom("warmup", "CUDA out of memory (fake: --inject oom@warmup)")
+			}
+			if w.reserved == "" {
+				if ok, used := w.reserve(mem); !ok {
+					return w.oom("warmup", fmt.Sprintf("CUDA out of memory. Tried to allocate %d bytes (fake GPU: %d of %d bytes in use)", mem, used, w.cfg.GPUMemBytes))
+				}
+			}
+			launch("ready")
+			stepMs := 0.0
+			if len(durs) > 0 {
+				stepMs = Median(durs[len(durs)/2:])
+			}
+			w.emit(Event{Event: EventReady, WarmupSteps: len(durs), WarmupS: time.Since(start).Seconds(),
+				MemAllocPeak: mem * 4 / 5, MemReservedPeak: mem, MemSource: "fake", WarmupStepMs: stepMs})
+			if first && inj.kind == "hang" && inj.phase == "" {
+				hangForever(w.stderr)
+			}
+		case CmdGo:
+			first := windows == 0
+			windows++
+			cmds.beginWindow()
+			w.activate()
+			n, exit := 0, "ok"
+			for {
+				if maxSteps > 0 && n >= maxSteps {
+					exit = "cap"
+					break
+				}
+				if cmds.stopped() {
+					break
+				}
+				switch {
+				case first && inj.kind == "oom" && inj.phase == "measure":
+					w.deactivate()
+					return w.oom("measure", "CUDA out of memory (fake: --inject oom@measure)")
+				case inj.kind == "crash" && inj.step == n:
+					fmt.Fprintf(w.stderr, "Traceback (most recent call last):\n  File \"fake\", line 1, in measure\nInjectedCrash: injected crash at step %d (--inject crash@%d)\n", n, n)
+					w.deactivate()
+					return 1
+				case inj.kind == "garbage" && inj.step == n:
+					fmt.Fprintf(w.stdout, "{\"v\":1,\"event\":\"step\",\"i\":%d,\"t0_ns\":\n", n)
+				}
+				t0, t1, micro := w.step(true)
+				w.emit(Event{Event: EventStep, I: n, T0Ns: t0, T1Ns: t1, MicroMs: micro, StepMs: float64(t1-t0) / 1e6, Samples: w.batch})
+				n++
+			}
+			w.deactivate()
+			total += n
+			w.emit(Event{Event: EventMem, MaxAllocated: mem * 4 / 5, MaxReserved: mem, MemSource: "fake"})
+			w.emit(Event{Event: EventIdle, Steps: n, Exit: exit})
+			if cmds.quitting() {
+				w.emit(Event{Event: EventDone, Steps: total, Exit: "ok"})
+				return ExitOK
+			}
+		}
+	}
+}
+
+// serveReader queues a warm worker's commands in arrival order (EOF is quit), so that a stop
+// sent right after go ends that window whatever the timing.
+type serveReader struct {
+	ch     chan string
+	mu     sync.Mutex
+	halted bool // the current window got stop or quit
+	quit   bool // quit (or EOF) arrived during a window
+}
+
+func newServeReader(r io.Reader) *serveReader {
+	c := &serveReader{ch: make(chan string, 64)}
+	go func() {
+		sc := bufio.NewScanner(r)
+		for sc.Scan() {
+			switch cmd := strings.TrimSpace(sc.Text()); cmd {
+			case CmdGo, CmdStop, CmdWarmup, CmdQuit:
+				c.ch <- cmd
+			}
+		}
+		c.ch <- CmdQuit
+	}()
+	return c
+}
+
+// next blocks for the next command between windows; a stop there is late and skipped.
+func (c *serveReader) next() string {
+	if c.quitting() {
+		return CmdQuit
+	}
+	for cmd := range c.ch {
+		if cmd != CmdStop {
+			return cmd
+		}
+	}
+	return CmdQuit
+}
+
+func (c *serveReader) beginWindow() {
+	c.mu.Lock()
+	c.halted = false
+	c.mu.Unlock()
+}
+
+// stopped reports whether the current window must end, taking queued commands.
+func (c *serveReader) stopped() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for !c.halted {
+		select {
+		case cmd := <-c.ch:
+			if cmd == CmdStop || cmd == CmdQuit {
+				c.halted = true
+				c.quit = c.quit || cmd == CmdQuit
+			}
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func (c *serveReader) quitting() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.quit
 }
 
 func orDash(s string) string {

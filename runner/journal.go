@@ -110,6 +110,28 @@ func (j *Journal) Append(r Result) error {
 	return nil
 }
 
+// AppendRecord writes a record of another kind than "cell" (its Record field names the kind,
+// e.g. RecordWorkers) as one line and fsyncs the file; readers of cell records skip it.
+func (j *Journal) AppendRecord(v any) error {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return fmt.Errorf("runner: journal %s: encoding a record: %w", j.path, err)
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	unlock := lockFile(j.f)
+	defer unlock()
+	if _, err := j.f.Write(buf.Bytes()); err != nil {
+		return fmt.Errorf("runner: journal %s: %w", j.path, err)
+	}
+	if err := j.f.Sync(); err != nil {
+		return fmt.Errorf("runner: journal %s: %w", j.path, err)
+	}
+	return nil
+}
+
 // Close closes the journal.
 func (j *Journal) Close() error { return j.f.Close() }
 

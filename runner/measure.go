@@ -62,9 +62,12 @@ type RunResult struct {
 	Phase      string `json:"phase,omitempty"`
 	StderrTail string `json:"stderr_tail,omitempty"`
 	// WindowNs is the overlap window [lo, hi] in CLOCK_MONOTONIC nanoseconds.
-	WindowNs    [2]int64 `json:"window_ns"`
-	WindowS     float64  `json:"window_s"`
-	ShortWindow bool     `json:"short_window,omitempty"`
+	WindowNs [2]int64 `json:"window_ns"`
+	WindowS  float64  `json:"window_s"`
+	// MeasureS is the wall time from "go" to the end of the run (every member stopped: exited,
+	// or idle for warm workers): the window, the steps outside it and those in flight at stop.
+	MeasureS    float64 `json:"measure_s,omitempty"`
+	ShortWindow bool    `json:"short_window,omitempty"`
 	// StartSkewMs is |first step start of A − first step start of B| in a pair: how
 	// closely the barrier released the two processes.
 	StartSkewMs float64        `json:"start_skew_ms,omitempty"`
@@ -132,6 +135,8 @@ type runCtx struct {
 	// directory for mps cells ("" for time-slicing, which gets a private empty one).
 	token  string
 	mpsDir string
+	// pool holds the warm workers of a campaign with workers: warm (nil: fresh processes).
+	pool *warmPool
 }
 
 type msgKind int
@@ -181,6 +186,9 @@ const (
 // member meets the window rule (or max_seconds); send stop; reap. Per-run failures are
 // returned in the RunResult; the error is for cancellation and infrastructure only.
 func (rc *runCtx) execute(ctx context.Context, plan runPlan) (RunResult, error) {
+	if rc.pool != nil {
+		return rc.executeWarm(ctx, plan)
+	}
 	res := RunResult{Run: plan.name, Kind: plan.kind, Repeat: plan.repeat, Seq: plan.seq}
 	c := rc.c
 	runDir, err := os.MkdirTemp("", "sharebench-run-")
@@ -204,6 +212,7 @@ func (rc *runCtx) execute(ctx context.Context, plan runPlan) (RunResult, error) 
 		failure, failRole             string
 		infeasible                    bool
 		cancelled, abandoned          bool
+		slowNoted                     bool
 		tcancel                       context.CancelFunc
 		tdone                         chan gpu.Summary
 		tfile                         *rawFile
@@ -377,9 +386,15 @@ func (rc *runCtx) execute(ctx context.Context, plan runPlan) (RunResult, error) 
 				terminateAll()
 			case phase == phaseMeasure:
 				if now.Sub(goAt).Seconds() > c.Window.MaxSeconds {
-					res.Notes = append(res.Notes, fmt.Sprintf("max_seconds %gs reached before the window requirement", c.Window.MaxSeconds))
-					stopAll()
-					break
+					if KeepsSteps(stepsOf(kids), c.Window.Trim) {
+						res.Notes = append(res.Notes, fmt.Sprintf("max_seconds %gs reached before the window requirement", c.Window.MaxSeconds))
+						stopAll()
+						break
+					}
+					if !slowNoted {
+						slowNoted = true
+						res.Notes = append(res.Notes, fmt.Sprintf("max_seconds %gs reached before every member kept a step: measured until each kept one", c.Window.MaxSeconds))
+					}
 				}
 				for _, k := range kids {
 					if !k.exited && now.Sub(k.lastStep) > c.Timeouts.Stall.D() {
@@ -396,6 +411,9 @@ func (rc *runCtx) execute(ctx context.Context, plan runPlan) (RunResult, error) 
 				}
 			}
 		}
+	}
+	if !goAt.IsZero() {
+		res.MeasureS = time.Since(goAt).Seconds()
 	}
 	stopTelemetry()
 	if tdone != nil {
@@ -430,6 +448,20 @@ func (rc *runCtx) execute(ctx context.Context, plan runPlan) (RunResult, error) 
 		return res, fmt.Errorf("runner: cell %s: run %s: processes did not exit after SIGKILL", rc.cell.Label, plan.name)
 	}
 
+	res.Members = memberResults(kids)
+	if cancelled {
+		return res, fmt.Errorf("runner: cell %s: run %s: %w", rc.cell.Label, plan.name, context.Cause(ctx))
+	}
+	if rc.failed(&res, plan, kids, writeErr, infeasible, failure, failRole) {
+		return res, nil
+	}
+	rc.measured(&res, kids)
+	return res, nil
+}
+
+// memberResults describes the started members of a run from their events.
+func memberResults(kids []*child) []MemberResult {
+	var out []MemberResult
 	for _, k := range kids {
 		if !k.started {
 			continue
@@ -455,11 +487,14 @@ func (rc *runCtx) execute(ctx context.Context, plan runPlan) (RunResult, error) 
 				mr.MemSource = k.mem.MemSource
 			}
 		}
-		res.Members = append(res.Members, mr)
+		out = append(out, mr)
 	}
-	if cancelled {
-		return res, fmt.Errorf("runner: cell %s: run %s: %w", rc.cell.Label, plan.name, context.Cause(ctx))
-	}
+	return out
+}
+
+// failed records why a run is not a measurement, if it is not: its raw files could not be
+// written, a member ran out of memory, or another failure; it reports whether it did.
+func (rc *runCtx) failed(res *RunResult, plan runPlan, kids []*child, writeErr error, infeasible bool, failure, failRole string) bool {
 	tailOf := func(role string) string {
 		for _, k := range kids {
 			if k.role == role {
@@ -473,20 +508,25 @@ func (rc *runCtx) execute(ctx context.Context, plan runPlan) (RunResult, error) 
 		// The measurement cannot be checked against its raw data: fail loudly, never keep it.
 		rc.log.Error("raw files of a run could not be written", "cell", rc.cell.Label, "run", plan.name, "err", writeErr)
 		res.Status, res.Reason = StatusFailed, fmt.Sprintf("writing raw files: %v", writeErr)
-		return res, nil
 	case infeasible:
 		res.Status, res.Reason, res.StderrTail = StatusInfeasible, failure, tailOf(failRole)
-		return res, nil
 	case failure != "":
 		res.Status, res.Reason, res.StderrTail = StatusFailed, failure, tailOf(failRole)
-		return res, nil
+	default:
+		return false
 	}
+	return true
+}
 
+// measured computes the run's overlap window and each member's step statistics over it, and
+// sets the run's status.
+func (rc *runCtx) measured(res *RunResult, kids []*child) {
+	c := rc.c
 	jobs := stepsOf(kids)
 	lo, hi, ok := OverlapWindow(jobs)
 	if !ok {
 		res.Status, res.Reason = StatusFailed, "no overlapping steps (a process made no step)"
-		return res, nil
+		return
 	}
 	res.WindowNs, res.WindowS = [2]int64{lo, hi}, float64(hi-lo)/1e9
 	for i := range res.Members {
@@ -494,7 +534,7 @@ func (rc *runCtx) execute(ctx context.Context, plan runPlan) (RunResult, error) 
 		kept := InWindow(jobs[i], lo, hi, c.Window.Trim)
 		if len(kept) == 0 {
 			res.Status, res.Reason = StatusFailed, fmt.Sprintf("%s: no steps left in the window after trimming", mr.Member)
-			return res, nil
+			return
 		}
 		if !MeetsWindow(kept, c.Window) {
 			res.ShortWindow = true
@@ -522,7 +562,6 @@ func (rc *runCtx) execute(ctx context.Context, plan runPlan) (RunResult, error) 
 		res.StartSkewMs = float64(max(d, -d)) / 1e6
 	}
 	res.Status = StatusOK
-	return res, nil
 }
 
 func stepsOf(kids []*child) [][]Step {
@@ -665,7 +704,13 @@ func (p prefixWriter) Write(b []byte) (int, error) {
 
 // spec builds the Spec of one child.
 func (rc *runCtx) spec(k *child, runDir string) Spec {
-	c := rc.c
+	return workloadSpec(rc.c, k.m, k.runID, rc.runToken(k.plan)+k.role, runDir, rc.mpsDir, rc.gpus)
+}
+
+// workloadSpec builds the Spec of a workload process of configuration m: its arguments, its
+// environment (token is its EnvToken), its scratch directory, the MPS daemon's pipe directory
+// ("" isolates it from MPS) and its GPUs.
+func workloadSpec(c *Campaign, m Member, runID, token, runDir, mpsDir string, gpus []string) Spec {
 	threads := strconv.Itoa(c.Workload.Threads)
 	env := map[string]string{
 		"PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads, "HF_HUB_OFFLINE": "1",
@@ -673,16 +718,16 @@ func (rc *runCtx) spec(k *child, runDir string) Spec {
 	for k, v := range c.Workload.Env {
 		env[k] = v
 	}
-	env[EnvToken] = rc.runToken(k.plan) + k.role
+	env[EnvToken] = token
 	s := Spec{
-		Name: "sb-" + k.runID + "-" + nonce(), Args: workloadArgs(c, k.m, k.runID), Env: env, RunDir: runDir,
-		Isolate: rc.mpsDir == "",
+		Name: "sb-" + runID + "-" + nonce(), Args: workloadArgs(c, m, runID), Env: env, RunDir: runDir,
+		Isolate: mpsDir == "",
 	}
-	if rc.mpsDir != "" {
-		env["CUDA_MPS_PIPE_DIRECTORY"], env["CUDA_MPS_LOG_DIRECTORY"] = rc.mpsDir, rc.mpsDir
+	if mpsDir != "" {
+		env["CUDA_MPS_PIPE_DIRECTORY"], env["CUDA_MPS_LOG_DIRECTORY"] = mpsDir, mpsDir
 	}
 	if c.Workload.Device == "cuda" {
-		s.GPUs = rc.gpus
+		s.GPUs = gpus
 	}
 	if c.Backend == BackendContainer {
 		s.Image = c.Container.Image

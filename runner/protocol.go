@@ -26,12 +26,21 @@ const (
 	EventMem   = "mem"   // memory peaks, after "stop" or the step cap
 	EventDone  = "done"  // last line of a clean exit
 	EventOOM   = "oom"   // CUDA out of memory in any phase; the child exits with ExitOOM
+	// A warm worker (--serve) reports "loaded" once its model is built and then waits for
+	// commands; after each measurement window it reports "mem" and "idle" and waits again.
+	EventLoaded = "loaded"
+	EventIdle   = "idle"
 )
 
-// Commands the parent writes to a child's stdin, one per line. EOF on stdin counts as stop.
+// Commands the parent writes to a child's stdin, one per line. EOF on stdin counts as stop
+// (and as quit for a warm worker).
 const (
 	CmdGo   = "go"
 	CmdStop = "stop"
+	// CmdWarmup (warm workers) runs a warm-up that ends with "ready"; CmdQuit ends the worker
+	// with "done". For a warm worker, stop ends the current window only.
+	CmdWarmup = "warmup"
+	CmdQuit   = "quit"
 )
 
 // Workload exit codes. Any other code or a signal is a crash.
@@ -90,6 +99,13 @@ type Event struct {
 	// MemDeviceBytes (ready and mem) is the job's GPU memory per device as the driver reports
 	// it for its processes (nvidia-smi), CUDA context included: the largest over its ranks.
 	MemDeviceBytes int64 `json:"mem_device_bytes,omitempty"`
+	// WarmupStepMs is the median step time of the later half of the warm-up: the runner sizes
+	// a warm worker's windows with it.
+	WarmupStepMs float64 `json:"warmup_step_ms,omitempty"`
+
+	// loaded (warm workers): the model build's seconds and the trainable parameters.
+	BuildS float64 `json:"build_s,omitempty"`
+	Params int64   `json:"params,omitempty"`
 
 	// step
 	I       int       `json:"i,omitempty"`
@@ -104,7 +120,7 @@ type Event struct {
 	MaxAllocated int64 `json:"max_allocated,omitempty"`
 	MaxReserved  int64 `json:"max_reserved,omitempty"`
 
-	// done
+	// done and idle
 	Steps int    `json:"steps,omitempty"`
 	Exit  string `json:"exit,omitempty"`
 
@@ -116,7 +132,7 @@ type Event struct {
 // knownEvent reports whether name is a protocol v1 event.
 func knownEvent(name string) bool {
 	switch name {
-	case EventStart, EventReady, EventStep, EventMem, EventDone, EventOOM:
+	case EventStart, EventReady, EventStep, EventMem, EventDone, EventOOM, EventLoaded, EventIdle:
 		return true
 	}
 	return false
@@ -174,7 +190,15 @@ func AppendLine(dst []byte, e Event) []byte {
 			MemReservedPeak int64   `json:"mem_reserved_peak"`
 			MemSource       string  `json:"mem_source,omitempty"`
 			MemDeviceBytes  int64   `json:"mem_device_bytes,omitempty"`
-		}{1, e.Event, e.WarmupSteps, e.WarmupS, e.MemAllocPeak, e.MemReservedPeak, e.MemSource, e.MemDeviceBytes}
+			WarmupStepMs    float64 `json:"warmup_step_ms,omitempty"`
+		}{1, e.Event, e.WarmupSteps, e.WarmupS, e.MemAllocPeak, e.MemReservedPeak, e.MemSource, e.MemDeviceBytes, e.WarmupStepMs}
+	case EventLoaded:
+		v = struct {
+			V      int     `json:"v"`
+			Event  string  `json:"event"`
+			BuildS float64 `json:"build_s"`
+			Params int64   `json:"params"`
+		}{1, e.Event, e.BuildS, e.Params}
 	case EventStep:
 		v = struct {
 			V       int       `json:"v"`
@@ -196,7 +220,7 @@ func AppendLine(dst []byte, e Event) []byte {
 			MemSource      string `json:"mem_source,omitempty"`
 			MemDeviceBytes int64  `json:"mem_device_bytes,omitempty"`
 		}{1, e.Event, e.MaxAllocated, e.MaxReserved, e.MemSource, e.MemDeviceBytes}
-	case EventDone:
+	case EventDone, EventIdle:
 		v = struct {
 			V     int    `json:"v"`
 			Event string `json:"event"`
@@ -332,7 +356,9 @@ func checkNumbers(e Event) error {
 	case EventReady:
 		return cmp.Or(checkCount("warmup_steps", int64(e.WarmupSteps), math.MaxInt64), checkDuration("warmup_s", e.WarmupS),
 			checkBytes("mem_alloc_peak", e.MemAllocPeak), checkBytes("mem_reserved_peak", e.MemReservedPeak),
-			checkBytes("mem_device_bytes", e.MemDeviceBytes))
+			checkBytes("mem_device_bytes", e.MemDeviceBytes), checkDuration("warmup_step_ms", e.WarmupStepMs))
+	case EventLoaded:
+		return cmp.Or(checkDuration("build_s", e.BuildS), checkCount("params", e.Params, math.MaxInt64))
 	case EventStep:
 		if e.I < 0 {
 			return fmt.Errorf("i %d: not a step index", e.I)
@@ -352,7 +378,7 @@ func checkNumbers(e Event) error {
 	case EventMem:
 		return cmp.Or(checkBytes("max_allocated", e.MaxAllocated), checkBytes("max_reserved", e.MaxReserved),
 			checkBytes("mem_device_bytes", e.MemDeviceBytes))
-	case EventDone:
+	case EventDone, EventIdle:
 		return checkCount("steps", int64(e.Steps), math.MaxInt64)
 	}
 	return nil

@@ -194,8 +194,79 @@ func Run(ctx context.Context, c *Campaign, opt RunOptions) (Summary, error) {
 	if c.Budget > 0 {
 		deadline = started.Add(c.Budget.D())
 	}
-	var runErr error
-	for _, phase := range phases(c, todo) {
+	var warm *warmPool
+	if c.Workers == WorkersWarm {
+		var warmGPUs []string
+		if c.Workload.Device != "cpu" && len(gpus) > 0 {
+			warmGPUs = gpus[:1]
+		}
+		mpsDir := ""
+		if mps != nil {
+			mpsDir = mps.PipeDir
+		}
+		warm, err = newWarmPool(c, opt.Backend, warmGPUs, opt.OutDir, token, mpsDir, log, func(r WorkersRecord) {
+			if err := journal.AppendRecord(r); err != nil {
+				log.Warn("the record of warm workers could not be journaled", "group", r.Group, "err", err)
+			}
+		})
+		if err != nil {
+			return sum, err
+		}
+		defer warm.close()
+	}
+	var (
+		runErr      error
+		group       string
+		groupNotes  []string
+		prepareCost time.Duration // what the last group of warm workers took to become ready
+	)
+	allPhases := phases(c, todo)
+	for pi, phase := range allPhases {
+		if warm != nil && workerGroup(c, phase[0]) != group {
+			group = workerGroup(c, phase[0])
+			if !deadline.IsZero() && time.Now().Add(prepareCost).After(deadline) {
+				n := 0
+				for _, rest := range allPhases[pi:] {
+					n += len(rest)
+				}
+				sum.OverBudget += n
+				log.Info("cells left pending: the budget cannot hold their warm workers and cells", "group", group, "cells", n, "budget", c.Budget)
+				break
+			}
+			var cells, keep []Cell
+			for _, rest := range allPhases[pi:] {
+				for _, cell := range rest {
+					keep = append(keep, cell)
+					// Without an MPS daemon the mps cells are unavailable: they need no workers.
+					if workerGroup(c, cell) == group && (mps != nil || cellMode(cell) != string(profile.MPS)) {
+						cells = append(cells, cell)
+					}
+				}
+			}
+			var idx []int
+			if len(warm.gpus) > 0 {
+				if i := deviceFor(devs, warm.gpus[0]); i >= 0 {
+					idx = []int{devs[i].Index}
+				}
+			}
+			// The runner's own workers hold the GPU from now on: the check for foreign compute
+			// processes runs once per group, before its workers start, and skips them.
+			groupNotes = waitForeign(ctx, sampler, idx, c.ForeignWait.D(), log, phase[0], warm.ownPIDs())
+			t0 := time.Now()
+			pctx, cancel := ctx, context.CancelFunc(func() {})
+			if !deadline.IsZero() {
+				// Workers that do not become ready within the budget (a hung MPS client) must
+				// not hold the campaign past it; their cells are then left pending.
+				pctx, cancel = context.WithDeadline(ctx, deadline)
+			}
+			warm.prepare(pctx, group, cells, keep)
+			cancel()
+			prepareCost = time.Since(t0)
+			if err := ctx.Err(); err != nil {
+				runErr = err
+				break
+			}
+		}
 		g, gctx := errgroup.WithContext(ctx)
 		g.SetLimit(pool.limit())
 		for _, cell := range phase {
@@ -226,13 +297,16 @@ func Run(ctx context.Context, c *Campaign, opt RunOptions) (Summary, error) {
 						idx = append(idx, devs[i].Index)
 					}
 				}
-				notes := waitForeign(gctx, sampler, idx, c.ForeignWait.D(), log, cell)
+				notes := groupNotes
+				if warm == nil {
+					notes = waitForeign(gctx, sampler, idx, c.ForeignWait.D(), log, cell, nil)
+				}
 				prog.start(cell)
 				t0 := time.Now()
 				res, err := runCell(gctx, c, cell, opt.Backend, CellOptions{
 					OutDir: opt.OutDir, GPUs: devIDs, Sampler: sampler, DeviceIndex: idx, Logger: log, Solo: soloOf,
 					GPUMemBytes: gpuMem, Force: opt.Force, Attempt: attempt, Env: env, Deadline: deadline, Notes: notes,
-					MPS: mps, MPSReason: mpsReason, Token: token,
+					MPS: mps, MPSReason: mpsReason, Token: token, pool: warm,
 				})
 				if err != nil {
 					return err // cancellation or infrastructure: the cell is not journaled
@@ -280,14 +354,15 @@ func Run(ctx context.Context, c *Campaign, opt RunOptions) (Summary, error) {
 }
 
 // phases groups the cells to run into phases that run one after the other: solo cells, then
-// pair cells (which read the solo results), per sub-batch level with order: levels.
+// pair cells (which read the solo results), per sharing-mode rank and sub-batch level with
+// order: levels.
 func phases(c *Campaign, todo []Cell) [][]Cell {
 	var out [][]Cell
 	last := ""
 	for _, cell := range todo {
 		key := cell.Kind
 		if c.Order == OrderLevels {
-			key = strconv.Itoa(cell.Level) + "/" + key
+			key = strconv.Itoa(modeRank(cell)) + "/" + strconv.Itoa(cell.Level) + "/" + key
 		}
 		if len(out) == 0 || key != last {
 			out = append(out, nil)
@@ -414,7 +489,7 @@ func ResolveGPUs(ids []string, inherited string) ([]string, error) {
 // waitForeign checks that no compute process holds the cell's GPUs before it starts (the
 // runner's own are gone between cells): it waits up to limit for foreign ones to leave, and
 // returns a note for the result when they do not (the cell runs anyway).
-func waitForeign(ctx context.Context, s gpu.Sampler, idx []int, limit time.Duration, log *slog.Logger, cell Cell) []string {
+func waitForeign(ctx context.Context, s gpu.Sampler, idx []int, limit time.Duration, log *slog.Logger, cell Cell, own map[int]bool) []string {
 	if s.Name() == gpu.SourceNone || len(idx) == 0 {
 		return nil
 	}
@@ -431,8 +506,8 @@ func waitForeign(ctx context.Context, s gpu.Sampler, idx []int, limit time.Durat
 				continue
 			}
 			for _, p := range x.Procs {
-				if strings.Contains(p.Name, "nvidia-cuda-mps-server") {
-					continue // the MPS server is infrastructure, not a co-runner
+				if strings.Contains(p.Name, "nvidia-cuda-mps-server") || own[p.PID] {
+					continue // the MPS server is infrastructure and warm workers are the runner's own
 				}
 				foreign = append(foreign, fmt.Sprintf("GPU %d: pid %d %s (%d MiB)", x.Index, p.PID, p.Name, p.UsedBytes>>20))
 			}

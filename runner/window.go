@@ -76,3 +76,19 @@ func WindowSatisfied(jobs [][]Step, w Window) bool {
 	}
 	return true
 }
+
+// KeepsSteps reports whether every job keeps at least one step inside the current overlap
+// window after trimming. max_seconds ends a run only then: a run stopped earlier could only
+// fail ("no steps left in the window"), however slow its steps were.
+func KeepsSteps(jobs [][]Step, trim int) bool {
+	lo, hi, ok := OverlapWindow(jobs)
+	if !ok {
+		return false
+	}
+	for _, steps := range jobs {
+		if len(InWindow(steps, lo, hi, trim)) == 0 {
+			return false
+		}
+	}
+	return true
+}

@@ -332,6 +332,135 @@ class DryRunTests(StreamChecks, unittest.TestCase):
         self.assertEqual(child.events[0]["gpus"], 4)
 
 
+class ServeChecks:
+    """Assertions on a warm worker's stream (--serve): a mixin for unittest.TestCase."""
+
+    def serve_windows(self, child, windows, steps_before_stop=2):
+        """Drive a started worker through warmup and `windows` stopped windows; return the events of each window."""
+        child.expect("start")
+        loaded = child.expect("loaded")
+        self.assertGreaterEqual(loaded["build_s"], 0)
+        child.send("warmup")
+        ready = child.expect("ready")
+        self.assertGreaterEqual(ready["warmup_steps"], 1)
+        self.assertGreater(ready["warmup_step_ms"], 0)
+        out = []
+        for _ in range(windows):
+            child.send("go")
+            seen = [child.expect("step") for _ in range(steps_before_stop)]
+            child.send("stop")
+            while True:
+                event = child.next_event()
+                self.assertIsNotNone(event, child.stderr[-3000:])
+                seen.append(event)
+                if event["event"] == "idle":
+                    break
+            out.append(seen)
+        return out
+
+    def check_window(self, events, batch, sub_batch):
+        names = [e["event"] for e in events]
+        self.assertEqual(names, ["step"] * (len(names) - 2) + ["mem", "idle"])
+        steps = by_event(events, "step")
+        self.assertEqual([s["i"] for s in steps], list(range(len(steps))), "each window counts its steps from 0")
+        for step in steps:
+            self.assertEqual(len(step["micro_ms"]), batch // sub_batch)
+            self.assertEqual(step["step_ms"], (step["t1_ns"] - step["t0_ns"]) / 1e6)
+            self.assertEqual(step["samples"], batch)
+        self.assertEqual(events[-1], {"v": 1, "event": "idle", "steps": len(steps), "exit": "ok"})
+        self.assertNotIn("mem_device_bytes", events[-2], "the driver is read after the warm-up, not per window")
+
+
+class ServeTests(ServeChecks, unittest.TestCase):
+    """The warm worker (--serve) with --dry-run: needs no torch."""
+
+    def test_windows_then_quit(self):
+        child = Child(["--model", "resnet18", "--batch", "8", "--sub-batch", "4", "--serve", *DRY])
+        self.addCleanup(child.kill)
+        windows = self.serve_windows(child, 3)
+        for events in windows:
+            self.check_window(events, 8, 4)
+        child.send("quit")
+        self.assertEqual(child.drain(), 0, child.stderr)
+        total = sum(len(by_event(w, "step")) for w in windows)
+        self.assertEqual(child.events[-1], {"v": 1, "event": "done", "steps": total, "exit": "ok"})
+
+    def test_eof_is_quit(self):
+        child = Child(["--model", "bert", "--batch", "2", "--serve", *DRY])
+        self.addCleanup(child.kill)
+        self.serve_windows(child, 1)
+        child.close_stdin()
+        self.assertEqual(child.drain(), 0, child.stderr)
+        self.assertEqual(child.events[-1]["event"], "done")
+
+    def test_stop_right_after_go_is_not_lost(self):
+        # The stop may reach the worker before it has started the window: it must still end that window.
+        child = Child(["--model", "vgg16", "--batch", "4", "--serve", *DRY])
+        self.addCleanup(child.kill)
+        self.serve_windows(child, 0)
+        for _ in range(3):
+            child.proc.stdin.write("go\nstop\n")
+            child.proc.stdin.flush()
+            while child.next_event()["event"] != "idle":
+                pass
+        child.send("quit")
+        self.assertEqual(child.drain(), 0, child.stderr)
+
+    def test_step_cap_per_window(self):
+        child = Child(["--model", "dqn", "--batch", "8", "--max-steps", "3", "--serve", *DRY])
+        self.addCleanup(child.kill)
+        self.serve_windows(child, 0)
+        for _ in range(2):
+            child.send("go")
+            names = [child.next_event()["event"] for _ in range(5)]
+            self.assertEqual(names, ["step"] * 3 + ["mem", "idle"])
+            self.assertEqual(child.events[-1]["exit"], "cap")
+            child.send("stop")  # late: the window already ended at its cap
+        child.send("quit")
+        self.assertEqual(child.drain(), 0, child.stderr)
+        self.assertEqual(child.events[-1]["steps"], 6)
+
+    def test_inject(self):
+        cases = (("oom@build", ["start", "oom"], 3), ("oom@warmup", ["start", "loaded", "oom"], 3),
+                 ("oom@measure", ["start", "loaded", "ready", "oom"], 3))
+        for spec, want, rc in cases:
+            with self.subTest(spec):
+                child = Child(["--model", "resnet50", "--batch", "4", "--serve", "--inject", spec, *DRY])
+                self.addCleanup(child.kill)
+                child.send("warmup")
+                child.send("go")
+                self.assertEqual(child.drain(), rc, child.stderr)
+                self.assertEqual([e["event"] for e in child.events], want)
+        child = Child(["--model", "resnet50", "--batch", "4", "--serve", "--inject", "crash@2", *DRY])
+        self.addCleanup(child.kill)
+        child.send("warmup")
+        child.send("go")
+        self.assertNotIn(child.drain(), (0, 2, 3))
+        self.assertEqual(len(by_event(child.events, "step")), 2)
+
+    def test_usage(self):
+        proc = subprocess.run([sys.executable, str(TRAIN), "--model", "bert", "--serve", "--gpus", "2", "--dry-run"],
+                              capture_output=True, text=True, timeout=EXIT_TIMEOUT, stdin=subprocess.DEVNULL)
+        self.assertEqual(proc.returncode, 2, proc.stderr)
+        self.assertIn("--serve", proc.stderr)
+
+
+@needs_torch
+class TorchServeTests(ServeChecks, unittest.TestCase):
+    """A warm worker with a real model on CPU: one build, several windows."""
+
+    def test_windows(self):
+        for model in ("resnet18", "bert", "a2c"):
+            with self.subTest(model):
+                child = Child(["--model", model, "--batch", "4", "--sub-batch", "2", "--serve", *TINY_CPU])
+                self.addCleanup(child.kill)
+                for events in self.serve_windows(child, 2):
+                    self.check_window(events, 4, 2)
+                child.send("quit")
+                self.assertEqual(child.drain(), 0, child.stderr[-3000:])
+                self.assertEqual(child.events[-1]["event"], "done")
+
+
 @needs_torch
 class TorchTinyTests(StreamChecks, unittest.TestCase):
     """The real models on CPU with --tiny (Debian 12: torch 1.13, torchvision 0.14, no transformers)."""

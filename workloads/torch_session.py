@@ -439,12 +439,12 @@ class TorchSession:
         else:
             reset_host_peak()
 
-    def memory_peaks(self) -> Tuple[int, int, Optional[int]]:
+    def memory_peaks(self, read_device: bool = True) -> Tuple[int, int, Optional[int]]:
         """(allocated, reserved, device) of the phase: the CUDA caching allocator's peaks and the driver's account of
-        this process (context included; None when unknown), or the RSS peak twice and None on CPU. With several
-        ranks, the largest over the ranks (a collective: every rank must call it)."""
+        this process (context included; None when unknown or not read_device), or the RSS peak twice and None on CPU.
+        With several ranks, the largest over the ranks (a collective: every rank must call it)."""
         if self._cuda:
-            dev = device_memory_bytes(os.getpid())
+            dev = device_memory_bytes(os.getpid()) if read_device else None
             peaks = [torch.cuda.max_memory_allocated(self.device), torch.cuda.max_memory_reserved(self.device),
                      -1 if dev is None else dev]
         else:

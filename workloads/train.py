@@ -4,7 +4,10 @@
 The runner starts this script once per solo or pair run. The process builds a model with random weights and
 synthetic data on the device, warms up, prints ``ready`` and waits for ``go``; it then times every optimizer step
 (k = batch / sub-batch gradient-accumulation micro-steps plus the update) until ``stop``, EOF on stdin or the step
-cap. See README.md for the protocol, the flags and the exit codes.
+cap. With ``--serve`` the process is a warm worker instead: it builds the model once and then runs warm-ups and
+measurement windows on command until ``quit``, so that a campaign pays the process start, the CUDA initialisation
+and the model build once per configuration rather than once per run. See README.md for the protocol, the flags
+and the exit codes.
 
 This file imports only the standard library. torch (and torchvision, transformers) are imported by
 ``torch_session`` and ``models``, which ``--dry-run`` never loads, so the protocol can be exercised on hosts
@@ -16,6 +19,7 @@ import dataclasses
 import json
 import os
 import platform
+import queue
 import random
 import shutil
 import subprocess
@@ -140,6 +144,7 @@ class Config:
     rank: int = 0
     dist_store: str = ""  # torch.distributed file store shared by the ranks
     parent_pid: int = 0  # ranks > 0: rank 0's pid
+    serve: bool = False  # a warm worker: warm-ups and measurement windows on command (serve())
 
     @property
     def tf32(self) -> bool:
@@ -191,6 +196,8 @@ def build_parser(catalog: Dict[str, dict]) -> argparse.ArgumentParser:
     p.add_argument("--mem-fraction", type=float,
                    help="cap this process's CUDA caching allocator at F of the GPU memory (emulates a smaller GPU)")
     p.add_argument("--inject", help="oom@build | oom@warmup | oom@measure | crash@N | hang")
+    p.add_argument("--serve", action="store_true",
+                   help="warm worker: build once, then run warm-ups and measurement windows on command until quit")
     return p
 
 
@@ -234,6 +241,8 @@ def resolve_config(args: argparse.Namespace, catalog: Dict[str, dict]) -> Config
         raise UsageError(f"--gpus {args.gpus}: want 1..{MAX_RANKS}")
     if not 0 <= args.rank < args.gpus or (args.rank > 0) != bool(args.dist_store):
         raise UsageError("--rank and --dist-store are set by rank 0 for the other ranks")
+    if args.serve and args.gpus > 1:
+        raise UsageError("--serve runs a job of one process: it cannot be combined with --gpus > 1")
 
     if args.warmup_steps < 0 or args.warmup_seconds < 0 or args.max_steps < 0:
         raise UsageError("--warmup-steps, --warmup-seconds and --max-steps must not be negative")
@@ -251,6 +260,7 @@ def resolve_config(args: argparse.Namespace, catalog: Dict[str, dict]) -> Config
         h2d=args.h2d, tiny=args.tiny, dry_run=args.dry_run, mem_fraction=args.mem_fraction,
         inject=parse_injection(args.inject), play_steps=play_steps, rollout_length=rollout_length,
         world_size=args.gpus, rank=args.rank, dist_store=args.dist_store, parent_pid=args.parent_pid,
+        serve=args.serve,
     )
 
 
@@ -341,6 +351,74 @@ class Commands:
             self._cond.notify_all()
 
 
+class ServeCommands:
+    """The commands of a warm worker (``--serve``), in arrival order: ``warmup``, ``go``, ``stop`` and ``quit``.
+
+    A background thread queues every command; EOF on stdin queues ``quit``, so a worker never outlives a dead
+    parent. Between windows the worker blocks on :meth:`next`; during a window it polls the queue between steps
+    (:attr:`stop_requested`), so a ``stop`` that arrives right after ``go`` is never lost, whatever the timing.
+    """
+
+    COMMANDS = ("warmup", "go", "stop", "quit")
+
+    def __init__(self, fd: int = 0):
+        self._fd = fd
+        self._queue: "queue.Queue[str]" = queue.Queue()
+        self.quit_requested = False  # a quit (or EOF) arrived during a window
+        self._window_stopped = False
+        self._thread = threading.Thread(target=self._read, name="commands", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def next(self) -> str:
+        """Block until the next command; "quit" after EOF."""
+        if self.quit_requested:
+            return "quit"
+        return self._queue.get()
+
+    def begin_window(self) -> None:
+        self._window_stopped = False
+
+    @property
+    def stop_requested(self) -> bool:
+        """Whether the current window must end: a stop or quit arrived. Other commands are out of place here."""
+        while not self._window_stopped:
+            try:
+                command = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if command in ("stop", "quit"):
+                self._window_stopped = True
+                self.quit_requested = self.quit_requested or command == "quit"
+            else:
+                log(f"ignoring {command!r} during a measurement window")
+        return self._window_stopped
+
+    def _read(self) -> None:
+        pending = b""
+        while True:
+            try:
+                chunk = os.read(self._fd, 4096)
+            except OSError:  # stdin closed or not open at all: the same as EOF
+                chunk = b""
+            if not chunk:
+                break
+            pending += chunk
+            while b"\n" in pending:
+                line, pending = pending.split(b"\n", 1)
+                self._handle(line)
+        self._handle(pending)  # a last command without a newline
+        self._queue.put("quit")
+
+    def _handle(self, raw: bytes) -> None:
+        command = raw.decode("utf-8", "replace").strip()
+        if command in self.COMMANDS:
+            self._queue.put(command)
+        elif command:
+            log(f"ignoring unknown command {command!r}")
+
+
 def log(message: str) -> None:
     """Human-readable diagnostics go to stderr, never stdout."""
     print(f"sharebench: {message}", file=sys.stderr, flush=True)
@@ -400,7 +478,7 @@ class DrySession:
     def reset_peaks(self) -> None:
         """Synthetic peaks do not change between phases."""
 
-    def memory_peaks(self) -> Tuple[int, int, Optional[int]]:
+    def memory_peaks(self, read_device: bool = True) -> Tuple[int, int, Optional[int]]:
         allocated = DRY_MEM_BASE + DRY_MEM_PER_SAMPLE * self._cfg.sub_batch
         return allocated, allocated + allocated // 4, None
 
@@ -469,16 +547,25 @@ def decide(session, value: int) -> int:
     return value if session.ranks is None else session.ranks.decide(value)
 
 
-def warm_up(session, cfg: Config) -> Tuple[int, float]:
-    """Run warm-up steps until both --warmup-steps and --warmup-seconds are reached (rank 0 decides)."""
+def warm_up(session, cfg: Config) -> Tuple[int, float, Optional[float]]:
+    """Run warm-up steps until both --warmup-steps and --warmup-seconds are reached (rank 0 decides).
+
+    Returns the steps, the seconds and the median duration (ms) of the later half of the steps, which the first
+    steps' autotuning and allocator growth do not inflate (None without steps): the runner sizes windows with it.
+    """
     if cfg.inject.oom_in("warmup"):
         raise session.synthetic_oom("warmup")
     start = time.monotonic()
-    steps = 0
-    while decide(session, int(steps < cfg.warmup_steps or time.monotonic() - start < cfg.warmup_seconds)):
-        session.step()
-        steps += 1
-    return steps, time.monotonic() - start
+    durations = []
+    while decide(session, int(len(durations) < cfg.warmup_steps or time.monotonic() - start < cfg.warmup_seconds)):
+        t0, t1, _, _ = session.step()
+        durations.append(ms(t1 - t0))
+    later = sorted(durations[len(durations) // 2:])
+    step_ms = None
+    if later:
+        mid = len(later) // 2
+        step_ms = later[mid] if len(later) % 2 else (later[mid - 1] + later[mid]) / 2
+    return len(durations), time.monotonic() - start, step_ms
 
 
 def measure(session, cfg: Config, protocol: Protocol, commands) -> Tuple[int, str]:
@@ -531,14 +618,7 @@ def run(session, cfg: Config, protocol: Protocol, commands, phase: Optional[Phas
             raise session.synthetic_oom("build")
         session.build()
         phase.name = "warmup"
-        session.reset_peaks()
-        warmup_steps, warmup_s = warm_up(session, cfg)
-        allocated, reserved, device = session.memory_peaks()
-        ready = dict(warmup_steps=warmup_steps, warmup_s=round(warmup_s, 6), mem_alloc_peak=allocated,
-                     mem_reserved_peak=reserved, mem_source=session.mem_source, params=session.params())
-        if device is not None:
-            ready["mem_device_bytes"] = device
-        protocol.emit("ready", **ready)
+        protocol.emit("ready", **warm_up_and_report(session, cfg))
         if cfg.inject.kind == "hang":
             hang_forever()
         commands.wait_for_go()
@@ -561,6 +641,72 @@ def run(session, cfg: Config, protocol: Protocol, commands, phase: Optional[Phas
         if code != EXIT_OK:
             return code
     protocol.emit("done", steps=steps, exit=exit_reason)
+    return EXIT_OK
+
+
+def warm_up_and_report(session, cfg: Config) -> dict:
+    """Warm up from fresh memory peaks and return the fields of the ready event."""
+    session.reset_peaks()
+    warmup_steps, warmup_s, step_ms = warm_up(session, cfg)
+    allocated, reserved, device = session.memory_peaks()
+    ready = dict(warmup_steps=warmup_steps, warmup_s=round(warmup_s, 6), mem_alloc_peak=allocated,
+                 mem_reserved_peak=reserved, mem_source=session.mem_source, params=session.params())
+    if step_ms is not None:
+        ready["warmup_step_ms"] = step_ms
+    if device is not None:
+        ready["mem_device_bytes"] = device
+    return ready
+
+
+def serve(session, cfg: Config, protocol: Protocol, commands: ServeCommands) -> int:
+    """Drive a warm worker (--serve): start, build once and report ``loaded``; then, on command, warm up (``ready``)
+    or measure one window (``step`` events until stop or the step cap, then ``mem`` and ``idle``), as often as the
+    runner asks, until ``quit`` or EOF (``done``). Each window counts its steps from 0 and resets the memory peaks,
+    so it reads like the measurement of a fresh run. Injected failures fire in the first warm-up (oom@warmup, hang
+    after its ready), the first window (oom@measure) or at step N of any window (crash@N)."""
+    phase = Phase()
+    protocol.emit("start", **start_event(cfg, session))
+    total, windows, warmups = 0, 0, 0
+    try:
+        if cfg.inject.oom_in("build"):
+            raise session.synthetic_oom("build")
+        t0 = time.monotonic()
+        session.build()
+        protocol.emit("loaded", build_s=round(time.monotonic() - t0, 6), params=session.params())
+        while True:
+            command = commands.next()
+            if command == "quit":
+                break
+            if command == "warmup":
+                phase.name = "warmup"
+                inject = cfg.inject if warmups == 0 else Injection()
+                protocol.emit("ready", **warm_up_and_report(session, dataclasses.replace(cfg, inject=inject)))
+                warmups += 1
+                if inject.kind == "hang":
+                    hang_forever()
+            elif command == "go":
+                phase.name = "measure"
+                inject = cfg.inject if windows == 0 or cfg.inject.kind == "crash" else Injection()
+                session.reset_peaks()
+                commands.begin_window()
+                steps, exit_reason = measure(session, dataclasses.replace(cfg, inject=inject), protocol, commands)
+                # The driver's account (nvidia-smi, about a second) was read after the warm-up; reading it after
+                # every window would add that second to every cell of a campaign.
+                allocated, reserved, _ = session.memory_peaks(read_device=False)
+                protocol.emit("mem", max_allocated=allocated, max_reserved=reserved, mem_source=session.mem_source)
+                protocol.emit("idle", steps=steps, exit=exit_reason)
+                total += steps
+                windows += 1
+                if commands.quit_requested:
+                    break
+            # A "stop" between windows is late (the window ended at its step cap): nothing to do.
+    except Exception as exc:  # noqa: BLE001 - everything that is not an OOM is re-raised
+        if not session.is_oom(exc):
+            raise
+        traceback.print_exc(file=sys.stderr)
+        protocol.emit("oom", phase=phase.name, msg=str(exc).strip()[:OOM_MESSAGE_LIMIT])
+        return EXIT_OOM
+    protocol.emit("done", steps=total, exit="ok")
     return EXIT_OK
 
 
@@ -679,6 +825,18 @@ def main(argv: Optional[List[str]] = None) -> int:
         sys.stderr.flush()
         os._exit(code)
     protocol = Protocol(claim_stdout())
+    if cfg.serve:
+        commands = ServeCommands()
+        commands.start()
+        try:
+            session = make_session(cfg, catalog[cfg.model])
+        except SetupError as exc:
+            log(f"error: {exc}")
+            return EXIT_ERROR
+        try:
+            return serve(session, cfg, protocol, commands)
+        finally:
+            session.close()
     commands = Commands()
     commands.start()  # from the start, so that a stop or EOF during warm-up is not lost
     phase = Phase()

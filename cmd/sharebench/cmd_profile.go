@@ -9,10 +9,11 @@ import (
 
 func newProfileCmd() *cobra.Command {
 	return newGroup("profile", "measure, import, show and compare interference profiles",
-		"Measure interference profiles on GPUs (run, cell, status, selftest), import them from public\n"+
+		"Measure interference profiles on GPUs (plan, run, cell, status, selftest), import them from public\n"+
 			"measurements (import), and print or compare them (show, diff). docs/runner.md is the guide;\n"+
 			"docs/profile-format.md describes profile.json.",
 		newProfileRunCmd(),
+		newProfilePlanCmd(),
 		newProfileShowCmd(),
 		newProfileDiffCmd(),
 		newProfileImportCmd(),
