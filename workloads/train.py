@@ -168,7 +168,7 @@ def build_parser(catalog: Dict[str, dict]) -> argparse.ArgumentParser:
                    help="implementation key from catalog.json, or 'auto' (transformers if importable)")
     p.add_argument("--batch", type=int, help="global per-GPU batch B (default: the catalog's default_batch)")
     p.add_argument("--sub-batch", type=int, help="micro-batch b; B/b must be an integer (default: B)")
-    p.add_argument("--seq-len", type=int, help="sequence length for NLP models (default 128; 32 with --tiny)")
+    p.add_argument("--seq-len", type=int, help="sequence length for NLP models (default: the catalog's, 512; 32 with --tiny)")
     p.add_argument("--image-size", type=int, help="image side for CNNs (default 224; 32 with --tiny)")
     p.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
     p.add_argument("--warmup-steps", type=int, default=20, help="at least this many warm-up steps")
