@@ -182,8 +182,13 @@ type warmPool struct {
 	log     *slog.Logger
 	record  func(WorkersRecord)
 	workers map[string]*worker
+	starts  map[string]int // processes started per worker key
 	seq     int
 }
+
+// maxWorkerStarts bounds the processes one configuration's worker may start: a worker that keeps
+// dying (a workload that cannot run here) would otherwise cost a start and a warm-up per cell.
+const maxWorkerStarts = 3
 
 // newWarmPool creates a pool whose workers get gpus, carry token+"/w/..." in their environment
 // and write their own raw files under outDir/workers.
@@ -202,7 +207,7 @@ func newWarmPool(c *Campaign, b Backend, gpus []string, outDir, token, mpsDir st
 		record = func(WorkersRecord) {}
 	}
 	return &warmPool{c: c, backend: b, gpus: gpus, outDir: outDir, dir: dir, token: token, mpsDir: mpsDir, log: log,
-		record: record, workers: map[string]*worker{}}, nil
+		record: record, workers: map[string]*worker{}, starts: map[string]int{}}, nil
 }
 
 // ownPIDs returns the process ids of the live workers (the foreign-process check skips them).
@@ -304,6 +309,11 @@ func (p *warmPool) get(ctx context.Context, k workerKey) (*worker, error) {
 	}
 	if w == nil || !w.alive() {
 		if w != nil {
+			if n := p.starts[k.String()]; n >= maxWorkerStarts {
+				w.err = &workerError{reason: fmt.Sprintf("%s: its warm worker died %d times (last: %s); not started again", k.m, n, w.exit),
+					tail: strings.TrimSpace(w.tail.String())}
+				return nil, w.err
+			}
 			p.log.Info("replacing a warm worker that exited", "worker", w.key.String(), "exit", w.exit.String())
 		}
 		rec := WorkersRecord{Record: RecordWorkers, Campaign: p.c.Name, Group: "replacement", Started: time.Now().UTC()}
@@ -395,6 +405,7 @@ func (p *warmPool) spawn(ctx context.Context, k workerKey) *worker {
 	p.seq++
 	c := p.c
 	w := &worker{key: k, runID: fmt.Sprintf("w%02d-%s", p.seq, k.id()), msgs: make(chan runMsg, 1024), tail: newTailBuffer(4096), startedAt: time.Now()}
+	p.starts[k.String()]++
 	if old, ok := p.workers[k.String()]; ok {
 		p.discard(old)
 	}

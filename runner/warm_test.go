@@ -263,6 +263,55 @@ fake: {default_step_ms: 2}
 	}
 }
 
+// TestWarmWorkerStartsBounded: a configuration whose worker dies in every window is started at
+// most maxWorkerStarts times; its later cells fail at once with the reason.
+func TestWarmWorkerStartsBounded(t *testing.T) {
+	t.Parallel()
+	c, logPath := fakeCampaign(t, `
+name: warm-bounded
+workers: warm
+repeats: 1
+max_repeats: 1
+reuse_solo: true
+models:
+  - {name: ok, batches: [8]}
+  - {name: ok2, batches: [8]}
+  - {name: ok3, batches: [8]}
+  - {name: crash, batches: [8], args: [--inject, crash@1]}
+pairs: [[ok, crash], [ok2, crash], [ok3, crash]]
+warmup: {steps: 1, seconds: 0}
+window: {min_steps: 6, min_seconds: 100, floor_steps: 5, trim: 1, max_seconds: 30}
+timeouts: {ready: 20s, stall: 5s, grace: 1s}
+telemetry: none
+fake: {default_step_ms: 2}
+`)
+	out := t.TempDir()
+	if _, err := runCampaign(t, context.Background(), c, out, RunOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	recs, _, err := ReadJournal(filepath.Join(out, JournalFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reasons := map[string]string{}
+	for _, r := range recs {
+		reasons[r.Cell.Label] = r.Reason
+	}
+	if r := reasons["ok3/8/8+crash/8/8"]; !strings.Contains(r, "not started again") {
+		t.Errorf("the cell after the last start: reason %q, want the bound", r)
+	}
+	starts, _ := workerLaunches(t, logPath)
+	n := 0
+	for id, k := range starts {
+		if strings.Contains(id, "-crash_8_8-0") {
+			n += k
+		}
+	}
+	if n != maxWorkerStarts {
+		t.Errorf("crash worker started %d times, want %d\n%v", n, maxWorkerStarts, starts)
+	}
+}
+
 // TestWarmWorkersMPS: the MPS pairs come after the time-slicing levels with workers of their
 // own, connected to the MPS daemon, once the time-slicing workers are retired; without a
 // daemon they are unavailable and no worker starts for them.

@@ -146,7 +146,7 @@ def device_memory_bytes(pid: int) -> Optional[int]:
     is missing or does not list the process (inside a container its PIDs differ)."""
     try:
         out = subprocess.run(["nvidia-smi", "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"],
-                             capture_output=True, text=True, timeout=20, check=False)
+                             stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=20, check=False)
     except (OSError, subprocess.SubprocessError):
         return None
     if out.returncode != 0:

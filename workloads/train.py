@@ -21,6 +21,7 @@ import os
 import platform
 import queue
 import random
+import select
 import shutil
 import subprocess
 import sys
@@ -280,6 +281,23 @@ def claim_stdout():
     return os.fdopen(protocol_fd, "w", encoding="utf-8", buffering=1)
 
 
+def claim_stdin() -> int:
+    """Reserve the parent's command pipe and return a private descriptor on it.
+
+    File descriptor 0 is pointed at /dev/null afterwards, so that nothing else in the process can close, replace or
+    read the pipe (on an H200, shufflenet's warm workers read EINVAL from descriptor 0 after their warm-up and lost
+    their commands). Without a stdin at all, descriptor 0 is returned and reads end at once.
+    """
+    try:
+        commands_fd = os.dup(0)
+    except OSError:
+        return 0
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    return commands_fd
+
+
 class Protocol:
     """Writes protocol v1 events: one compact JSON object per line, flushed at once."""
 
@@ -295,6 +313,25 @@ class Protocol:
             if self._stream is not None:
                 self._stream.write(line)
                 self._stream.flush()
+
+
+def read_commands(fd: int) -> bytes:
+    """The next bytes of the parent's commands on fd, or b"" at its end (logged with the reason).
+
+    A descriptor left non-blocking (the open pipe is shared with any child that inherited it) is waited on rather
+    than taken for the end: only EOF or a closed descriptor ends the commands."""
+    while True:
+        try:
+            chunk = os.read(fd, 4096)
+        except BlockingIOError:
+            select.select([fd], [], [])
+            continue
+        except OSError as exc:  # stdin closed or not open at all: the same as EOF
+            log(f"commands: stdin unreadable ({exc!r}): taken as the end")
+            return b""
+        if not chunk:
+            log("commands: end of stdin")
+        return chunk
 
 
 class Commands:
@@ -323,10 +360,7 @@ class Commands:
     def _read(self) -> None:
         pending = b""
         while True:
-            try:
-                chunk = os.read(self._fd, 4096)
-            except OSError:  # stdin closed or not open at all: the same as EOF
-                chunk = b""
+            chunk = read_commands(self._fd)
             if not chunk:
                 break
             pending += chunk
@@ -398,10 +432,7 @@ class ServeCommands:
     def _read(self) -> None:
         pending = b""
         while True:
-            try:
-                chunk = os.read(self._fd, 4096)
-            except OSError:  # stdin closed or not open at all: the same as EOF
-                chunk = b""
+            chunk = read_commands(self._fd)
             if not chunk:
                 break
             pending += chunk
@@ -826,7 +857,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         os._exit(code)
     protocol = Protocol(claim_stdout())
     if cfg.serve:
-        commands = ServeCommands()
+        commands = ServeCommands(claim_stdin())
         commands.start()
         try:
             session = make_session(cfg, catalog[cfg.model])
@@ -837,7 +868,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             return serve(session, cfg, protocol, commands)
         finally:
             session.close()
-    commands = Commands()
+    commands = Commands(claim_stdin())
     commands.start()  # from the start, so that a stop or EOF during warm-up is not lost
     phase = Phase()
     workers = None
