@@ -160,9 +160,11 @@ with open(os.path.join(out, "summary.json"), "w") as f:
 def num(v, fmt, scale=1.0):
     return fmt % (float(v) * scale) if v not in ("", None) else "-"
 dry = pre.get("mode") == "cpu"
+# A negative elapsed time: summarized afterwards (--summarize), when the shot's time is not known.
+took = "%d s of a %d s budget" % (elapsed, budget) if elapsed >= 0 else "summarized from the run directory"
 lines = ["# Device check: %s" % (prof.get("gpu") or "unknown device"), "",
-         "%d cells: %s; %d s of a %d s budget; sharing %s; precision %s; telemetry %s." % (
-             len(cells), ", ".join("%d %s" % (n, s) for s, n in sorted(counts.items())) or "none", elapsed, budget,
+         "%d cells: %s; %s; sharing %s; precision %s; telemetry %s." % (
+             len(cells), ", ".join("%d %s" % (n, s) for s, n in sorted(counts.items())) or "none", took,
              man.get("sharing_mode") or "-", (man.get("precision") or {}).get("mode", "-"), man.get("telemetry") or "-"), ""]
 if plan:
     lines.append("Projected GPU time of the shot (a projection, not a measurement): %.0f s of a %.0f s budget, of which the "
@@ -211,6 +213,7 @@ PYEOF
 
 if [ -n "$SUMMARIZE" ]; then
 	[ -f "$SUMMARIZE/cells.csv" ] || die "$SUMMARIZE has no cells.csv: not a campaign directory"
+	START=$((SECONDS + 1)) # elapsed -1: not the time of a shot
 	summarize "$SUMMARIZE"
 	exit $?
 fi

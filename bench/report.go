@@ -32,10 +32,22 @@ const (
 	regionEnd   = "<!-- end:"
 )
 
-// Report holds the generated regions of a reproduction, by name, and their order.
+// Report holds the generated regions of a reproduction, by name, and their order. A document
+// can cite several reproductions: a region named PREFIX/NAME belongs to the report whose Prefix
+// is PREFIX (e.g. h200/verdicts, from results/h200), a plain NAME to the report without one.
 type Report struct {
 	Names   []string
 	Regions map[string]string
+	Prefix  string
+}
+
+// part returns the part of r a region of a document names, and whether the region is r's.
+func (r *Report) part(region string) (string, bool) {
+	prefix, name, ok := strings.Cut(region, "/")
+	if !ok {
+		return region, r.Prefix == ""
+	}
+	return name, prefix == r.Prefix
 }
 
 func (r *Report) add(name, text string) {
@@ -408,7 +420,11 @@ func (r *Report) Render(text, name string) (string, error) {
 		return "", fmt.Errorf("%s: %w", name, err)
 	}
 	for _, n := range names {
-		content, ok := r.Regions[n]
+		p, mine := r.part(n)
+		if !mine {
+			continue // another reproduction's region
+		}
+		content, ok := r.Regions[p]
 		if !ok {
 			return "", fmt.Errorf("%s: region %q: no such part of the report (have %s)", name, n, strings.Join(r.Names, ", "))
 		}

@@ -30,6 +30,29 @@ func TestReportRegions(t *testing.T) {
 	}
 }
 
+// TestReportPrefix: a document citing two reproductions; each report writes its own regions
+// (plain names, or PREFIX/NAME) and leaves the other's alone.
+func TestReportPrefix(t *testing.T) {
+	doc := "<!-- generated:a -->\n<!-- end:a -->\n<!-- generated:h200/a -->\n<!-- end:h200/a -->\n"
+	plain, other := &Report{}, &Report{Prefix: "h200"}
+	plain.add("a", "plain")
+	other.add("a", "measured")
+	got, err := plain.Render(doc, "doc.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err = other.Render(got, "doc.md"); err != nil {
+		t.Fatal(err)
+	}
+	want := "<!-- generated:a -->\nplain\n<!-- end:a -->\n<!-- generated:h200/a -->\nmeasured\n<!-- end:h200/a -->\n"
+	if got != want {
+		t.Errorf("rendered:\n%s\nwant:\n%s", got, want)
+	}
+	if _, err := other.Render("<!-- generated:h200/b -->\n<!-- end:h200/b -->\n", "doc.md"); err == nil {
+		t.Error("accepted a missing part of its own")
+	}
+}
+
 // TestReproduceMatchesResults requires every number REPRODUCE.md and docs/simulator.md cite in
 // their generated regions to be what results/paper gives now, so that none can drift: after a
 // change of results, "make reproduce" (or "make figures") rewrites them.

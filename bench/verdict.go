@@ -598,7 +598,7 @@ func (ev *evidence) t2Verdict() string {
 // t3Verdict is the sentence on T3, from E0's lineage effects.
 func t3Verdict(e0 []*results.Run) string {
 	var b strings.Builder
-	b.WriteString("**T3 (the simulator's \"high fidelity\" to real runs) is not tested.** No physical run was made, so how closely the simulator matches real hardware is unmeasured; what is measured is that sharebench's Tiresias equals Muri's simulator job by job on Muri's four traces (`TestMuriDlasGPU`)")
+	b.WriteString("**T3 (the simulator's \"high fidelity\" to real runs) is not tested at the paper's scale.** No run here is physical; the one physical replay so far, a few short jobs on one H200 ([Measured on a GPU](#measured-on-a-gpu-the-h200-profile-and-the-first-physical-replay)), is far too small to test it; what is measured is that sharebench's Tiresias equals Muri's simulator job by job on Muri's four traces (`TestMuriDlasGPU`)")
 	if eff := lineageEffects(e0); len(eff) > 0 {
 		fmt.Fprintf(&b, ", and that the Muri simulator's non-scheduling effects alone change Tiresias's average JCT by %s (E0), a scale for how much simulator details move the results", pctRange(eff))
 	}

@@ -28,6 +28,7 @@ fails when they drift). --check only reports the files whose regions are stale.`
 type reportOpts struct {
 	label, spec   string
 	update, check []string
+	as            string
 }
 
 func newReportCmd() *cobra.Command {
@@ -47,6 +48,7 @@ func newReportCmd() *cobra.Command {
 	fs.StringVar(&o.label, "label", bench.LabelPaper, "the shipped experiments DIR holds: paper or smoke")
 	fs.StringVar(&o.spec, "spec", "", "the experiment spec `file` DIR holds (a sweep's output), instead of --label")
 	fs.StringArrayVar(&o.update, "update", nil, "rewrite the generated regions of this Markdown `file` (repeatable)")
+	fs.StringVar(&o.as, "as", "", "write the regions named `NAME`/PART (a document citing several reproductions), not the plain ones")
 	fs.StringArrayVar(&o.check, "check", nil, "fail if the generated regions of this Markdown `file` are stale (repeatable)")
 	completeLabels(cmd)
 	completeFiles(cmd, []string{"md"}, "update", "check")
@@ -77,6 +79,10 @@ func (o *reportOpts) run(dir string, stdout io.Writer) error {
 	if len(rep.Names) == 0 {
 		return fmt.Errorf("report: %s holds no run of the %d planned", dir, len(plan))
 	}
+	if strings.Contains(o.as, "/") {
+		return usagef("report: --as %q: a name without '/'", o.as)
+	}
+	rep.Prefix = o.as
 	if len(o.update) == 0 && len(o.check) == 0 {
 		_, err := io.WriteString(stdout, rep.Full())
 		return err
