@@ -21,7 +21,10 @@
 # (device-check-dry.yaml), as CI does; its plan step still projects the GPU campaign. It exits
 # non-zero when the plan does not fit, the preflight fails or no cell was measured.
 #
-# usage: bench/device_check.sh [--out DIR] [--python PY] [--budget SECONDS] [--mps|--no-mps] [--dry-run]
+# --journal FILE resumes an earlier shot's campaign: its journal seeds the run directory, the cells
+# it holds are skipped and its failed ones run again (results/profiles/h200/journal.jsonl).
+#
+# usage: bench/device_check.sh [--out DIR] [--python PY] [--budget SECONDS] [--mps|--no-mps] [--journal FILE] [--dry-run]
 #        bench/device_check.sh --summarize RUN_DIR [--out DIR]
 #   env: OUT (default runs/device-check), SHAREBENCH (the binary, and only it; default
 #        bin/sharebench-device, else bin/sharebench), SHAREBENCH_PYTHON (default: python3 on PATH)
@@ -36,6 +39,7 @@ BUDGET=400
 DRY=0
 MPS=auto
 SUMMARIZE=""
+JOURNAL=""
 # What the projection assumes for the steps around the campaign (the GPU's, in the dry run
 # too): preflight and selftest; and what the script keeps after the campaign: the overrun of
 # the cell running at the budget's end and the workers' exit (OVERRUN), the packaging (PACK).
@@ -52,6 +56,7 @@ while [ $# -gt 0 ]; do
 	--no-mps) MPS=off; shift ;;
 	--dry-run) DRY=1; shift ;;
 	--summarize) need "$1" $#; SUMMARIZE=$2; shift 2 ;;
+	--journal) need "$1" $#; JOURNAL=$2; shift 2 ;;
 	-h | --help) usage; exit 0 ;;
 	*) echo "device_check: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
 	esac
@@ -59,6 +64,10 @@ done
 case "$BUDGET" in '' | *[!0-9]*) die "--budget '$BUDGET' is not a number of seconds" ;; esac
 [ "$BUDGET" -ge 120 ] || die "--budget $BUDGET: at least 120 seconds"
 
+if [ -n "$JOURNAL" ]; then
+	[ -f "$JOURNAL" ] || die "--journal $JOURNAL: no such file"
+	JOURNAL=$(cd "$(dirname "$JOURNAL")" && pwd)/$(basename "$JOURNAL")
+fi
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT" || exit 2
 START=$SECONDS
@@ -333,11 +342,17 @@ campaign() { # campaign SPEC LABEL
 	fi
 	sed "s/^budget: .*/budget: ${cb}s/" "$1" >"$WORK/campaign.yaml"
 	log "$2 $1: budget ${cb}s (hard limit ${hard}s)"
-	timeout -s TERM --kill-after=15 "$hard" "$SB" profile run --spec "$WORK/campaign.yaml" --python "$PY" --out "$WORK/run" >>"$LOG" 2>&1
+	local resume=()
+	[ -n "$JOURNAL" ] && resume=(--retry-failed)
+	timeout -s TERM --kill-after=15 "$hard" "$SB" profile run --spec "$WORK/campaign.yaml" --python "$PY" --out "$WORK/run" "${resume[@]}" >>"$LOG" 2>&1
 	local rc=$?
 	[ $rc = 124 ] && log "$2 stopped at its hard limit; finished cells are kept"
 	log "$2: exit $rc"
 }
+if [ -n "$JOURNAL" ]; then
+	mkdir -p "$WORK/run" && cp "$JOURNAL" "$WORK/run/journal.jsonl" || die "cannot seed the run directory with $JOURNAL"
+	log "resuming the campaign of $JOURNAL"
+fi
 campaign "$spec" campaign
 if [ "$MPS" != off ] && [ -f "$WORK/run/journal.jsonl" ]; then
 	{ cat "$spec"; echo "modes: [timeslice, mps]"; } >"$WORK/preflight/campaign-mps.yaml"

@@ -19,7 +19,8 @@
 # replay's --device cpu --tiny); it is not part of CI (make device-check-dry is).
 #
 # usage: bench/device_shot.sh [--out DIR] [--python PY] [--budget S] [--check-budget S]
-#                             [--policies P1,P2] [--dry-run]
+#                             [--policies P1,P2] [--journal FILE] [--dry-run]
+#   --journal FILE: the check resumes that earlier campaign (bench/device_check.sh --journal)
 #   env: OUT (default runs/device-shot), SHAREBENCH, SHAREBENCH_PYTHON as for device_check.sh
 set -uo pipefail
 
@@ -32,6 +33,7 @@ BUDGET=560
 CHECK=400
 POLICIES=sjf-bsbf,sjf-ffs
 DRY=0
+JOURNAL=""
 PACK=15
 need() { [ "$2" -ge 2 ] || die "$1 needs a value"; }
 while [ $# -gt 0 ]; do
@@ -41,6 +43,7 @@ while [ $# -gt 0 ]; do
 	--budget) need "$1" $#; BUDGET=$2; shift 2 ;;
 	--check-budget) need "$1" $#; CHECK=$2; shift 2 ;;
 	--policies) need "$1" $#; POLICIES=$2; shift 2 ;;
+	--journal) need "$1" $#; JOURNAL=$(cd "$(dirname "$2")" && pwd)/$(basename "$2") || die "--journal $2: no such directory"; shift 2 ;;
 	--dry-run) DRY=1; shift ;;
 	-h | --help) usage; exit 0 ;;
 	*) echo "device_shot: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
@@ -73,6 +76,7 @@ log "device shot: budget ${BUDGET}s (check ${CHECK}s), policies $POLICIES, out $
 # 1. the check, into the work directory (its own 8 files travel as one archive).
 check=(--out "$WORK/check" --python "$PY" --budget "$CHECK" --no-mps)
 [ "$DRY" = 1 ] && check+=(--dry-run)
+[ -n "$JOURNAL" ] && check+=(--journal "$JOURNAL")
 SHAREBENCH=$SB bench/device_check.sh "${check[@]}" 2>&1 | tee -a "$LOG" >&2
 log "check: exit ${PIPESTATUS[0]}"
 for f in profile.json summary.md; do
