@@ -4,7 +4,7 @@
 #
 #   1. check    bench/device_check.sh --no-mps (its budget: --check-budget): the eight models
 #               alone and in all 36 pairs at b = B and B/2, time-sliced -> profile.json
-#   2. trace    replay8.csv, made from that profile: one job of each of the eight models at its
+#   2. trace    replay8.csv, made from that profile: one job of each model it has, at its
 #               default batch, each job's iterations sized to a fixed solo time (4 to 10 s), one
 #               arrival every 3 s in a fixed order; one GPU
 #   3. replay   for each policy (--policies, default sjf-bsbf,sjf-ffs): the simulation with the
