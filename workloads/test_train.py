@@ -445,6 +445,48 @@ class ServeTests(ServeChecks, unittest.TestCase):
         self.assertIn("--serve", proc.stderr)
 
 
+class CommandPipeTests(unittest.TestCase):
+    """The parent's commands survive code in the worker that closes or replaces descriptor 0 (on an H200, a warm
+    worker read EINVAL from it and lost its commands), and a pipe left non-blocking is waited on, not taken for its
+    end. In-process: descriptor 0 is swapped for a pipe and restored."""
+
+    @classmethod
+    def setUpClass(cls):
+        sys.path.insert(0, str(HERE))
+        import train  # noqa: PLC0415 - the module under test, without torch
+
+        cls.train = train
+
+    def pipe_on_stdin(self):
+        saved = os.dup(0)
+        self.addCleanup(os.close, saved)
+        self.addCleanup(os.dup2, saved, 0)
+        r, w = os.pipe()
+        os.dup2(r, 0)
+        os.close(r)
+        fd = self.train.claim_stdin()
+        self.addCleanup(os.close, fd)
+        return fd, w
+
+    def test_commands_survive_a_replaced_stdin(self):
+        fd, w = self.pipe_on_stdin()
+        os.close(0)  # what a library did to the worker's descriptor 0
+        other = os.open(os.devnull, os.O_RDONLY)  # the lowest free descriptor: 0 again
+        self.assertEqual(other, 0)
+        os.write(w, b"go\n")
+        os.close(w)
+        self.assertEqual(self.train.read_commands(fd), b"go\n")
+        self.assertEqual(self.train.read_commands(fd), b"")
+
+    def test_non_blocking_pipe_is_waited_on(self):
+        fd, w = self.pipe_on_stdin()
+        os.set_blocking(fd, False)
+        writer = threading.Timer(0.2, lambda: (os.write(w, b"stop\n"), os.close(w)))
+        writer.start()
+        self.addCleanup(writer.join)
+        self.assertEqual(self.train.read_commands(fd), b"stop\n")
+
+
 @needs_torch
 class TorchServeTests(ServeChecks, unittest.TestCase):
     """A warm worker with a real model on CPU: one build, several windows."""
