@@ -196,9 +196,9 @@ type Job struct {
 	K Key
 	// Family groups jobs with the same options and GPU count: whether such jobs can be placed
 	// depends on the cluster and, at most, monotonically on their remaining work.
-	Family int
+	Family int32
 	// Size indexes State.Sizes: the job's GPU count.
-	Size int
+	Size int32
 	On   []int // flat GPU indices while running
 	trace.Job
 	// GC is the GPU-count class of the job in Env's slowdown matrices.

@@ -278,7 +278,7 @@ func newEngine(cfg Config, jobs []trace.Job, p policy.Policy, prof *profile.Tabl
 	}
 	slices.Sort(sizes)
 	for _, j := range e.jobs {
-		j.Size = slices.Index(sizes, j.GPUs)
+		j.Size = int32(slices.Index(sizes, j.GPUs))
 	}
 	e.state = policy.State{Cluster: e.cl, Env: e.env, Pending: &e.pend, ByFamily: e.fam, FamilyGPUs: famGPUs,
 		Sizes: sizes, Lookup: e.lookup, Jobs: e.jobs, Running: e.running}

@@ -105,7 +105,7 @@ func (s *setup) job(t trace.Job, file string) (*policy.Job, *restartEntry, error
 	key := optKey{t.Model, t.Batch, t.GPUs, t.IterTime}
 	if e, ok := s.cache[key]; ok {
 		j := s.alloc()
-		*j = policy.Job{Job: t, Options: e.opts, Fast: e.fast, GC: e.gc, Family: e.family, Xi: 1}
+		*j = policy.Job{Job: t, Options: e.opts, Fast: e.fast, GC: e.gc, Family: int32(e.family), Xi: 1}
 		j.P.Rem = float64(t.Iters)
 		if len(e.opts) == 1 && e.opts[0].Cfg >= 0 && s.keys[e.opts[0].Cfg].Model == "" {
 			s.noProf[s.names[e.opts[0].Cfg]]++
@@ -130,7 +130,7 @@ func (s *setup) job(t trace.Job, file string) (*policy.Job, *restartEntry, error
 		r.loss, _ = profile.LineageRestart(t.Model, t.GPUs)
 	}
 	s.restarts = append(s.restarts, r)
-	s.cache[key] = optEntry{j.Options, j.Fast, j.GC, j.Family, note, r}
+	s.cache[key] = optEntry{j.Options, j.Fast, j.GC, int(j.Family), note, r}
 	return j, r, nil
 }
 
@@ -212,7 +212,7 @@ func (s *setup) build(t trace.Job, file string) (*policy.Job, string, error) {
 		f = len(s.fams)
 		s.fams[fk] = f
 	}
-	j.Family = f
+	j.Family = int32(f)
 	j.P.Rem = float64(t.Iters)
 	j.Xi = 1
 	return j, memNote, nil
