@@ -79,6 +79,15 @@ type EveryEventer interface {
 	EveryEvent() bool
 }
 
+// Pacer is implemented by policies that set the slowdowns of jobs sharing a GPU themselves, from
+// what the trace says of the jobs rather than from a profile (the Muri simulator's AntMan reads
+// each job's stage times, trace.Job.Stages). The engine takes a running job's slowdown as the
+// largest Slowdown(j, q) over its partners q, at least 1, and lets jobs without a profile share,
+// each taking 1/MaxShare of a GPU's memory (AntMan assumes memory is enough).
+type Pacer interface {
+	Slowdown(j, q *Job) float64
+}
+
 // Moder is implemented by policies that choose the sharing mode whose slowdowns apply.
 type Moder interface {
 	Mode() profile.Mode

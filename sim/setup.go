@@ -27,6 +27,7 @@ type setup struct {
 	notes  []string
 	noProf map[string]int // model/batch → jobs using the trace's iteration time
 	estMem bool
+	paced  bool // the policy is a policy.Pacer: jobs without a profile may share
 	cache  map[optKey]optEntry
 	fams   map[famKey]int
 	memSrc map[string]int // memory fallback note → jobs
@@ -192,7 +193,13 @@ func (s *setup) build(t trace.Job, file string) (*policy.Job, string, error) {
 		}
 		name := fmt.Sprintf("%s/%d (trace)", t.Model, t.Batch)
 		s.noProf[name]++
-		j.Options = []policy.Option{{Batch: t.Batch, SubBatch: t.Batch, Excl: s.scaled(t.IterTime), Mem: capBytes, Cfg: s.intern(name, profile.Config{})}}
+		// Such a job fills its GPUs' memory, so that it never shares, unless the policy paces
+		// sharing jobs itself (policy.Pacer): then MaxShare of them fit on a GPU.
+		mem := capBytes
+		if s.paced {
+			mem = capBytes / int64(max(1, s.cfg.Shape.MaxShare))
+		}
+		j.Options = []policy.Option{{Batch: t.Batch, SubBatch: t.Batch, Excl: s.scaled(t.IterTime), Mem: mem, Cfg: s.intern(name, profile.Config{})}}
 	}
 	for k, o := range j.Options {
 		if o.Excl <= 0 {
