@@ -79,6 +79,15 @@ type EveryEventer interface {
 	EveryEvent() bool
 }
 
+// Pacer is implemented by policies that set the slowdowns of jobs sharing a GPU themselves, from
+// what the trace says of the jobs rather than from a profile (the Muri simulator's AntMan reads
+// each job's stage times, trace.Job.Stages). The engine takes a running job's slowdown as the
+// largest Slowdown(j, q) over its partners q, at least 1, and lets jobs without a profile share,
+// each taking 1/MaxShare of a GPU's memory (AntMan assumes memory is enough).
+type Pacer interface {
+	Slowdown(j, q *Job) float64
+}
+
 // Moder is implemented by policies that choose the sharing mode whose slowdowns apply.
 type Moder interface {
 	Mode() profile.Mode
@@ -196,9 +205,9 @@ type Job struct {
 	K Key
 	// Family groups jobs with the same options and GPU count: whether such jobs can be placed
 	// depends on the cluster and, at most, monotonically on their remaining work.
-	Family int
+	Family int32
 	// Size indexes State.Sizes: the job's GPU count.
-	Size int
+	Size int32
 	On   []int // flat GPU indices while running
 	trace.Job
 	// GC is the GPU-count class of the job in Env's slowdown matrices.

@@ -70,6 +70,7 @@ type engine struct {
 	cfg      Config
 	pol      policy.Policy
 	keyer    policy.Keyer
+	pacer    policy.Pacer // slowdowns of sharing jobs from the policy, not the profile
 	cl       *cluster.Cluster
 	env      *policy.Env
 	obs      Observer
@@ -136,6 +137,10 @@ type jobStats struct {
 	restart    time.Duration // restart cost after a preemption
 	eventLoss  time.Duration // progress lost at every event (OverheadEveryEvent)
 	lastRem    float64       // iterations left at the previous event (OverheadEveryEvent)
+	// ratedAt is when the job's rate last changed and prevRate the rate before that change:
+	// the rate it ran at since the previous event, if the change was now (OverheadEveryEvent).
+	ratedAt  time.Duration
+	prevRate float64
 }
 
 func newEngine(cfg Config, jobs []trace.Job, p policy.Policy, prof *profile.Table, obs Observer) (*engine, error) {
@@ -166,6 +171,8 @@ func newEngine(cfg Config, jobs []trace.Job, p policy.Policy, prof *profile.Tabl
 	e := &engine{cfg: cfg, pol: p, cl: cluster.New(cfg.Shape), obs: obs, tick: -1}
 	restartSrc := map[string]int{}
 	e.keyer, _ = p.(policy.Keyer)
+	e.pacer, _ = p.(policy.Pacer)
+	s.paced = e.pacer != nil
 	if ev, ok := p.(policy.EveryEventer); ok {
 		e.everyEvent = ev.EveryEvent()
 	}
@@ -233,7 +240,11 @@ func newEngine(cfg Config, jobs []trace.Job, p policy.Policy, prof *profile.Tabl
 	e.env = s.env(mode)
 	e.env.Explain = obs != nil
 	for _, name := range slices.Sorted(maps.Keys(s.noProf)) {
-		e.notes = append(e.notes, fmt.Sprintf("%d jobs of %s are not in the profile: they use the trace's iteration time and never share", s.noProf[name], name))
+		share := "never share"
+		if s.paced {
+			share = "share as the policy paces them"
+		}
+		e.notes = append(e.notes, fmt.Sprintf("%d jobs of %s are not in the profile: they use the trace's iteration time and %s", s.noProf[name], name, share))
 	}
 	if len(restartSrc) > 0 {
 		var parts []string
@@ -278,7 +289,7 @@ func newEngine(cfg Config, jobs []trace.Job, p policy.Policy, prof *profile.Tabl
 	}
 	slices.Sort(sizes)
 	for _, j := range e.jobs {
-		j.Size = slices.Index(sizes, j.GPUs)
+		j.Size = int32(slices.Index(sizes, j.GPUs))
 	}
 	e.state = policy.State{Cluster: e.cl, Env: e.env, Pending: &e.pend, ByFamily: e.fam, FamilyGPUs: famGPUs,
 		Sizes: sizes, Lookup: e.lookup, Jobs: e.jobs, Running: e.running}

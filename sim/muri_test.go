@@ -34,6 +34,9 @@ func TestMuriShortestGPU(t *testing.T) { testMuri(t, "srsf", "shortest-gpu") }
 // TestMuriGittins does the same for tiresias-gittins and the lineage's dlas-gpu-gittins.
 func TestMuriGittins(t *testing.T) { testMuri(t, "tiresias-gittins", "dlas-gpu-gittins") }
 
+// TestMuriAntMan does the same for antman and the Muri simulator's antman.
+func TestMuriAntMan(t *testing.T) { testMuri(t, "antman", "antman") }
+
 // muriConfig is the Muri simulator's cluster (n8g8) with, when lineage is set, its two
 // non-scheduling effects, and no restart cost.
 func muriConfig(name string, lineage bool) Config {
@@ -73,6 +76,14 @@ var muriApart = map[string]map[string]muriGap{
 		"trace2_pr":    {3371, 86699, 0, 0, 0},
 		"trace4-plain": {74, 6, 0, 0, 0},
 		"trace4_pr":    {2351, 144738524, 5, -100, -278},
+	},
+	"antman": {
+		"trace2-plain":    {250, 7376, 0, 0, 0},
+		"trace2":          {1052, 15523, 0, 0, 0},
+		"trace2_pr-plain": {171, 15962, 0, 0, 0},
+		"trace2_pr":       {1033, 33941, 0, 0, 0},
+		"trace4":          {887, 432691, 0, 1, 1},
+		"trace4_pr-plain": {397, 132440, 0, 0, 0},
 	},
 	"tiresias-gittins": {
 		"trace1_pr-plain": {1189, 11233851668, 2482, 474, -1282},
@@ -269,7 +280,7 @@ func TestMuriApartDocumented(t *testing.T) {
 	b.WriteString("| policy | trace | the lineage's effects | jobs apart | largest JCT gap (s) | Δ average JCT | Δ makespan | Δ p99 JCT |\n")
 	b.WriteString("|---|---|---|---:|---:|---:|---:|---:|\n")
 	pct := func(x int64) string { return fmt.Sprintf("%+.3f%%", float64(x)/1000) }
-	for _, pol := range []string{"tiresias", "tiresias-gittins", "srtf", "srsf"} {
+	for _, pol := range []string{"tiresias", "tiresias-gittins", "srtf", "srsf", "antman"} {
 		for _, name := range muriTraces {
 			for _, run := range []string{name + "-plain", name} {
 				g, ok := muriApart[pol][run]

@@ -130,6 +130,10 @@ func (e *engine) rerate(i int32, buf []*policy.Job) []*policy.Job {
 	buf = e.partners(j, buf)
 	xi := 1.0
 	for _, q := range buf {
+		if e.pacer != nil {
+			xi = max(xi, e.pacer.Slowdown(j, q))
+			continue
+		}
 		x, ok := e.env.Xi(j, j.Opt, q, q.Opt)
 		if !ok {
 			panic(fmt.Sprintf("sim: job %d shares with job %d but the profile lacks the pair", j.ID, q.ID))
@@ -143,6 +147,9 @@ func (e *engine) rerate(i int32, buf []*policy.Job) []*policy.Job {
 		e.shared++
 	}
 	j.Xi = xi
+	if st.ratedAt != e.now {
+		st.ratedAt, st.prevRate = e.now, j.P.Rate
+	}
 	j.P.Rate = 1 / (j.Options[j.Opt].Excl.Seconds() * xi)
 	e.ver[i]++
 	if !e.listed[i] {
@@ -440,7 +447,7 @@ func (e *engine) place(j *policy.Job, pl policy.Placement, placed bool) error {
 				continue
 			}
 			q := e.lookup(id)
-			if !q.Running {
+			if !q.Running || e.pacer != nil {
 				continue
 			}
 			_, ok1 := e.env.Xi(j, pl.Opt, q, q.Opt)
@@ -515,7 +522,13 @@ func (e *engine) eventLosses() {
 		i := j.Idx
 		e.settle(i)
 		st := &e.stats[i]
-		if loss := min(st.lastRem-j.P.Rem, st.eventLoss.Seconds()*j.P.Rate); loss > 0 {
+		// The loss goes at the rate the job ran at since the previous event, as the lineage
+		// reckons it before it re-rates jobs: a partner that finished now has re-rated it.
+		rate := j.P.Rate
+		if st.ratedAt == e.now {
+			rate = st.prevRate
+		}
+		if loss := min(st.lastRem-j.P.Rem, st.eventLoss.Seconds()*rate); loss > 0 {
 			j.P.Rem += loss
 		}
 		st.lastRem = j.P.Rem

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -28,7 +29,7 @@ var referencePolicies = []string{
 	"sjf-ffs", "sjf-ffs-preempt", `sjf-ffs{"preempt":true,"victims":"tentative"}`, "sjf-ffss", "sjf-ffss-preempt", "sjf-ffs-m",
 	"sjf-bsbf", "sjf-bsbf-fixed", "sjf-bsbf-preempt", `sjf-bsbf{"preempt":true,"victims":"tentative"}`, "sjf-bsbfs",
 	"sjf-bsbfs-preempt", "sjf-bsbf-m", `sjf-bsbf{"sub_batch":false,"preempt":true}`,
-	"srtf", "srsf", "tiresias-gittins", `tiresias-gittins{"service":"time"}`, `tiresias-gittins{"limits_s":[200,600,1500],"delta_s":300}`,
+	"srtf", "srsf", "antman", "tiresias-gittins", `tiresias-gittins{"service":"time"}`, `tiresias-gittins{"limits_s":[200,600,1500],"delta_s":300}`,
 	`tiresias-gittins{"limits_s":[50,100],"service":"time","delta_s":60}`,
 }
 
@@ -101,11 +102,25 @@ func runReference(t *testing.T, r *policy.Registry, spec string, cfg Config, tab
 	}
 	var buf bytes.Buffer
 	obs, flush := JSONLWriter(&buf)
-	if _, err := Run(context.Background(), cfg, jobs, p, tab, obs); err != nil {
-		t.Fatalf("%s: %v", spec, err)
+	_, runErr := Run(context.Background(), cfg, jobs, p, tab, obs)
+	// antman's reservations can hold each other's GPUs for ever, as in the lineage, whose loop
+	// then gives up (or, with rounds, waits past the horizon), and it refuses the lineage's
+	// starts on fewer GPUs than a job asks for: such a run is compared up to there, its error
+	// included.
+	var lineageEnd bool
+	if runErr != nil {
+		for _, s := range []string{"with nothing left to happen", "horizon", "which sharebench cannot run"} {
+			lineageEnd = lineageEnd || strings.Contains(runErr.Error(), s)
+		}
+	}
+	if runErr != nil && !(spec == "antman" && lineageEnd) {
+		t.Fatalf("%s: %v", spec, runErr)
 	}
 	if err := flush(); err != nil {
 		t.Fatal(err)
+	}
+	if runErr != nil {
+		fmt.Fprintf(&buf, "error: %v\n", runErr)
 	}
 	return buf.Bytes()
 }

@@ -27,6 +27,7 @@ type setup struct {
 	notes  []string
 	noProf map[string]int // model/batch → jobs using the trace's iteration time
 	estMem bool
+	paced  bool // the policy is a policy.Pacer: jobs without a profile may share
 	cache  map[optKey]optEntry
 	fams   map[famKey]int
 	memSrc map[string]int // memory fallback note → jobs
@@ -105,7 +106,7 @@ func (s *setup) job(t trace.Job, file string) (*policy.Job, *restartEntry, error
 	key := optKey{t.Model, t.Batch, t.GPUs, t.IterTime}
 	if e, ok := s.cache[key]; ok {
 		j := s.alloc()
-		*j = policy.Job{Job: t, Options: e.opts, Fast: e.fast, GC: e.gc, Family: e.family, Xi: 1}
+		*j = policy.Job{Job: t, Options: e.opts, Fast: e.fast, GC: e.gc, Family: int32(e.family), Xi: 1}
 		j.P.Rem = float64(t.Iters)
 		if len(e.opts) == 1 && e.opts[0].Cfg >= 0 && s.keys[e.opts[0].Cfg].Model == "" {
 			s.noProf[s.names[e.opts[0].Cfg]]++
@@ -130,7 +131,7 @@ func (s *setup) job(t trace.Job, file string) (*policy.Job, *restartEntry, error
 		r.loss, _ = profile.LineageRestart(t.Model, t.GPUs)
 	}
 	s.restarts = append(s.restarts, r)
-	s.cache[key] = optEntry{j.Options, j.Fast, j.GC, j.Family, note, r}
+	s.cache[key] = optEntry{j.Options, j.Fast, j.GC, int(j.Family), note, r}
 	return j, r, nil
 }
 
@@ -192,7 +193,13 @@ func (s *setup) build(t trace.Job, file string) (*policy.Job, string, error) {
 		}
 		name := fmt.Sprintf("%s/%d (trace)", t.Model, t.Batch)
 		s.noProf[name]++
-		j.Options = []policy.Option{{Batch: t.Batch, SubBatch: t.Batch, Excl: s.scaled(t.IterTime), Mem: capBytes, Cfg: s.intern(name, profile.Config{})}}
+		// Such a job fills its GPUs' memory, so that it never shares, unless the policy paces
+		// sharing jobs itself (policy.Pacer): then MaxShare of them fit on a GPU.
+		mem := capBytes
+		if s.paced {
+			mem = capBytes / int64(max(1, s.cfg.Shape.MaxShare))
+		}
+		j.Options = []policy.Option{{Batch: t.Batch, SubBatch: t.Batch, Excl: s.scaled(t.IterTime), Mem: mem, Cfg: s.intern(name, profile.Config{})}}
 	}
 	for k, o := range j.Options {
 		if o.Excl <= 0 {
@@ -212,7 +219,7 @@ func (s *setup) build(t trace.Job, file string) (*policy.Job, string, error) {
 		f = len(s.fams)
 		s.fams[fk] = f
 	}
-	j.Family = f
+	j.Family = int32(f)
 	j.P.Rem = float64(t.Iters)
 	j.Xi = 1
 	return j, memNote, nil

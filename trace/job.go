@@ -21,7 +21,24 @@ type Job struct {
 	Batch    int           // per-GPU batch; 0 = not given by the trace (the profile's default batch applies)
 	IterTime time.Duration // exclusive iteration time given by the trace; 0 if none
 	Line     int           // 1-based source line in the trace file; 0 for generated jobs
+	// Stages is what Muri's dialect says of the job beyond the other dialects' columns, which
+	// the Muri simulator's AntMan reads; nil for the other dialects. Readers intern it: jobs
+	// with the same values share one, which must not be modified.
+	Stages *Stages
 }
+
+// Stages splits one iteration of a job into the time it spends on each resource, and gives its
+// AntMan priority: Muri's resource_time_0..2 and priority columns. Muri's simulator reads the
+// three times as data loading, GPU computation and communication (run_sim.py
+// antman_calc_iter_time) and treats priority 0 as resource-guaranteed and any other as
+// opportunistic.
+type Stages struct {
+	Time     [3]time.Duration
+	Priority int
+}
+
+// Opportunistic reports whether the job is one of AntMan's opportunistic jobs (priority ≠ 0).
+func (s *Stages) Opportunistic() bool { return s.Priority != 0 }
 
 // Sort orders jobs by (Submit, ID), the order in which the simulator sees them. It is stable,
 // so jobs that compare equal keep their relative order.

@@ -39,6 +39,8 @@ type Options struct {
 // columns holds the field index of each column a dialect uses; -1 marks an absent column.
 type columns struct {
 	id, submit, gpus, iters, model, batch, iterTime, duration, timestamp int
+	stages                                                               [3]int
+	priority                                                             int
 }
 
 // Reader reads jobs from a trace, one at a time, in file order. It is modelled on
@@ -67,7 +69,8 @@ type Reader struct {
 	// lines[id] is the line of job id for ids below denseIDs (0: none yet), which spares the
 	// map's hashing and growth on the usual traces, numbered from 0.
 	lines   []int32
-	models  map[string]string // interned, validated model names
+	models  map[string]string  // interned, validated model names
+	stages  map[Stages]*Stages // interned stage times and priorities (Muri's dialect)
 	skipped int
 
 	philly *phillyState
@@ -285,6 +288,8 @@ func (r *Reader) readHeader() bool {
 		iterTime:  idx("iteration_time_s", "iteration_time"),
 		duration:  idx("duration"),
 		timestamp: idx("timestamp"),
+		stages:    [3]int{idx("resource_time_0"), idx("resource_time_1"), idx("resource_time_2")},
+		priority:  idx("priority"),
 	}
 	return true
 }
@@ -382,6 +387,11 @@ func (r *Reader) parseRow() (Job, error) {
 			return Job{}, err
 		}
 	}
+	if r.d.format == FormatMuri {
+		if j.Stages, err = r.readStages(); err != nil {
+			return Job{}, err
+		}
+	}
 	runCol := r.col.iters
 	if r.d.format == FormatTiresias {
 		d, err := r.duration(r.col.duration, scale)
@@ -394,6 +404,33 @@ func (r *Reader) parseRow() (Job, error) {
 		runCol = r.col.duration
 	}
 	return j, r.checkHorizon(j, r.col.submit, runCol)
+}
+
+// readStages parses Muri's resource_time_0..2 (milliseconds) and priority columns of the current
+// line and returns them interned.
+func (r *Reader) readStages() (*Stages, error) {
+	var st Stages
+	for k, c := range r.col.stages {
+		d, err := r.duration(c, scaleMillis)
+		if err != nil {
+			return nil, err
+		}
+		st.Time[k] = d
+	}
+	p, err := r.bounded(r.col.priority, 0, 0, math.MaxInt32)
+	if err != nil {
+		return nil, err
+	}
+	st.Priority = int(p)
+	if s, ok := r.stages[st]; ok {
+		return s, nil
+	}
+	if r.stages == nil {
+		r.stages = make(map[Stages]*Stages)
+	}
+	s := &st
+	r.stages[st] = s
+	return s, nil
 }
 
 // Horizon is the latest instant, from the start of a trace, that a job may submit at or end by

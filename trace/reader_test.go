@@ -57,18 +57,20 @@ func TestReadAll(t *testing.T) {
 			format: FormatAuto,
 			in: strings.ReplaceAll(muriHeader, "\n", "\r\n") +
 				"0,8,0,10956,gpt2,4,5095000,91000,437,0.6,419,49,0\r\n" +
-				"33,8,6568.5,294,a2c,64,162000,16000,555.25,502.0,14,0.4,0\r\n",
+				"33,8,6568.5,294,a2c,64,162000,16000,555.25,502.0,14,0.4,1\r\n",
 			want: []Job{
-				{ID: 0, Submit: 0, GPUs: 8, Iters: 10956, Model: "gpt2", Batch: 4, IterTime: 437 * time.Millisecond, Line: 2},
+				{ID: 0, Submit: 0, GPUs: 8, Iters: 10956, Model: "gpt2", Batch: 4, IterTime: 437 * time.Millisecond, Line: 2,
+					Stages: &Stages{Time: [3]time.Duration{600 * time.Microsecond, 419 * time.Millisecond, 49 * time.Millisecond}}},
 				{ID: 33, Submit: 6568500 * time.Microsecond, GPUs: 8, Iters: 294, Model: "a2c", Batch: 64,
-					IterTime: 555250 * time.Microsecond, Line: 3},
+					IterTime: 555250 * time.Microsecond, Line: 3,
+					Stages: &Stages{Time: [3]time.Duration{502 * time.Millisecond, 14 * time.Millisecond, 400 * time.Microsecond}, Priority: 1}},
 			},
 		},
 		{
 			name:   "muri/forced",
 			format: FormatMuri,
 			in:     muriHeader + "1,1,1000,1,dqn,128,0,0,0,0,0,0,0\n",
-			want:   []Job{{ID: 1, Submit: time.Second, GPUs: 1, Iters: 1, Model: "dqn", Batch: 128, Line: 2}},
+			want:   []Job{{ID: 1, Submit: time.Second, GPUs: 1, Iters: 1, Model: "dqn", Batch: 128, Line: 2, Stages: &Stages{}}},
 		},
 		{
 			name:   "tiresias/seconds, iteration time from duration",
@@ -179,6 +181,14 @@ func TestReadErrors(t *testing.T) {
 		{"negative batch", FormatAuto, can + "0,0,1,a,-4,1\n", 2, `x.csv:2: batch_size: must not be negative, got "-4"`},
 		{"negative iteration time", FormatAuto, muri + "0,1,0,1,a,1,0,0,-1,0,0,0,0\n", 2,
 			`x.csv:2: iteration_time: must not be negative, got "-1"`},
+		{"negative resource time", FormatAuto, muri + "0,1,0,1,a,1,0,0,1,0,-8,0,0\n", 2,
+			`x.csv:2: resource_time_1: must not be negative, got "-8"`},
+		{"non-numeric resource time", FormatAuto, muri + "0,1,0,1,a,1,0,0,1,0,0,x,0\n", 2,
+			`x.csv:2: resource_time_2: invalid number "x"`},
+		{"fractional priority", FormatAuto, muri + "0,1,0,1,a,1,0,0,1,0,0,0,0.5\n", 2,
+			`x.csv:2: priority: invalid number "0.5": not an integer`},
+		{"negative priority", FormatAuto, muri + "0,1,0,1,a,1,0,0,1,0,0,0,-1\n", 2,
+			`x.csv:2: priority: must not be negative, got "-1"`},
 		{"negative tiresias duration", FormatAuto, tir + "0,1,0,1,a,-1,1\n", 2, `x.csv:2: duration: must not be negative, got "-1"`},
 		{"NaN", FormatAuto, can + "0,NaN,1,a,1,1\n", 2, `x.csv:2: submit_s: invalid number "NaN": not finite`},
 		{"Inf", FormatAuto, muri + "0,1,0,1,a,1,0,0,+Inf,0,0,0,0\n", 2, `x.csv:2: iteration_time: invalid number "+Inf": not finite`},
@@ -466,5 +476,25 @@ func TestParseFixed(t *testing.T) {
 		if got != tt.want || err != tt.err {
 			t.Errorf("parseFixed(%q, %d) = %d, %d; want %d, %d", tt.in, tt.scale, got, err, tt.want, tt.err)
 		}
+	}
+}
+
+// TestReadStagesInterned checks that the jobs of a Muri trace with the same stage times and
+// priority share one Stages, and jobs that differ in either do not.
+func TestReadStagesInterned(t *testing.T) {
+	t.Parallel()
+	in := "job_id,num_gpu,submit_time,iterations,model_name,batch_size,duration,interval," +
+		"iteration_time,resource_time_0,resource_time_1,resource_time_2,priority\n" +
+		"0,1,0,1,dqn,1,0,0,490,446,8,0,1\n1,1,0,1,dqn,1,0,0,490,446,8,0,1\n" +
+		"2,1,0,1,dqn,1,0,0,490,446,8,0,0\n3,1,0,1,dqn,1,0,0,490,446,8.5,0,1\n"
+	jobs, err := ReadAll(strings.NewReader(in), "t.csv", FormatMuri, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if jobs[0].Stages != jobs[1].Stages || jobs[0].Stages == jobs[2].Stages || jobs[0].Stages == jobs[3].Stages {
+		t.Errorf("stages not interned by value: %p %p %p %p", jobs[0].Stages, jobs[1].Stages, jobs[2].Stages, jobs[3].Stages)
+	}
+	if !jobs[0].Stages.Opportunistic() || jobs[2].Stages.Opportunistic() {
+		t.Errorf("priorities 1 and 0 read as opportunistic %v and %v", jobs[0].Stages.Opportunistic(), jobs[2].Stages.Opportunistic())
 	}
 }

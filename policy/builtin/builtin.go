@@ -76,6 +76,8 @@ var policies = []builtin{
 		struct{}{}, shortest(schedulers.NewSRTF)},
 	{schedulers.KeySRSF, "SRSF as the Muri simulator's shortest-gpu (Rivendile/Muri simulator/run_sim.py shortest_first_sim_jobs with gputime): srtf ordered by remaining GPU-time; preemptive",
 		struct{}{}, shortest(schedulers.NewSRSF)},
+	{schedulers.KeyAntMan, "AntMan as the Muri simulator's antman (Rivendile/Muri simulator/run_sim.py antman_sim_jobs, antman_calc_iter_time; switch.py antman_alloc_res): resource-guaranteed jobs (the trace's priority 0) first, on GPUs free of other such jobs, reserving them until they have all; opportunistic ones on the least loaded GPUs, slowed to the gaps of the resource-guaranteed job's stages (resource_time_0..2); never preempts",
+		struct{}{}, antman},
 	// 2D-LAS on the authors' physical loop, with the lineage's limits; the authors' own settings
 	// are the tiresias-testbed alias.
 	{schedulers.KeyTiresiasEntry, "2D-LAS on the authors' physical loop (Lai-JX/Scheduler Tiresias_jobs, jobs_placement): first come first served by queue entry, YARN placement, preemptive as fifo, starvation promotion",
@@ -187,6 +189,16 @@ func shortest(rule func() *schedulers.Shortest) func(config, any, json.RawMessag
 		}
 		return walk.FastShortest(rule()), nil
 	}
+}
+
+// antman builds antman, which takes no arguments and runs as its rule on either executor: each
+// event costs a pass over the waiting jobs, which ends once no GPU is left to take.
+func antman(_ config, defaults any, raw json.RawMessage) (policy.Policy, error) {
+	var a struct{}
+	if err := decode(defaults, raw, &a); err != nil {
+		return nil, err
+	}
+	return schedulers.NewAntMan(), nil
 }
 
 // decode fills a with the defaults, then with the JSON arguments over them. The defaults go

@@ -569,7 +569,7 @@ func (g *greedy) pass(j *policy.Job) {
 		g.skipped = 0
 		return
 	}
-	f := j.Family
+	f := int(j.Family)
 	q := &g.s.ByFamily[f]
 	g.cur[f] = q.Next(g.cur[f])
 	if g.setHead(f, q.At(g.cur[f])) == nil {
