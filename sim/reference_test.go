@@ -139,6 +139,12 @@ func TestReferenceRandom(t *testing.T) {
 	for seed := range n {
 		cfg, tab, jobs := referenceCase(seed)
 		for _, spec := range referencePolicies {
+			// antman has no fast form: both registries run its rule, so a tenth of the seeds
+			// checks that it runs and ends as the lineage does (its exactness is TestMuriAntMan's);
+			// its deadlocked reservations run to the horizon, slowly under the race detector.
+			if spec == "antman" && seed%10 != 0 {
+				continue
+			}
 			a := runReference(t, fast, spec, cfg, tab, jobs)
 			b := runReference(t, plain, spec, cfg, tab, jobs)
 			if !bytes.Equal(a, b) {
