@@ -213,7 +213,26 @@ func (o *reproduceOpts) experiments() ([]bench.Experiment, error) {
 	if !slices.Contains(bench.Labels(), o.exps) {
 		return nil, usagef("reproduce: --experiments %q: want one of %s", o.exps, strings.Join(bench.Labels(), ", "))
 	}
-	return bench.WithProfile(bench.Experiments(o.exps), prof, mm), nil
+	// Inside the repository the runs name their inputs as "repo:" names, as the shipped
+	// experiments do, so that committed results carry no path of the machine that ran them.
+	env, err := bench.FindEnvOptional()
+	if err != nil {
+		return nil, fmt.Errorf("reproduce: %w", err)
+	}
+	return bench.WithProfile(bench.Experiments(o.exps), repoName(env.Root, prof), repoName(env.Root, mm)), nil
+}
+
+// repoName returns the "repo:" name of the absolute path p when it lies inside the module root
+// root, else p.
+func repoName(root, p string) string {
+	if root == "" || p == "" {
+		return p
+	}
+	rel, err := filepath.Rel(root, p)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return p
+	}
+	return "repo:" + filepath.ToSlash(rel)
 }
 
 // taskCommand is the sharebench invocation a batch task runs one run of the plan with.

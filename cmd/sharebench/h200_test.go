@@ -54,3 +54,22 @@ func TestH200Documents(t *testing.T) {
 		}
 	}
 }
+
+// TestRepoName: a reproduction with --profile names inputs inside the repository as "repo:"
+// names (no machine path in committed results) and keeps the others as they are.
+func TestRepoName(t *testing.T) {
+	root := filepath.FromSlash("/src/sharebench")
+	for _, c := range []struct{ p, want string }{
+		{filepath.FromSlash("/src/sharebench/results/profiles/h200.json"), "repo:results/profiles/h200.json"},
+		{filepath.FromSlash("/src/other/p.json"), filepath.FromSlash("/src/other/p.json")},
+		{filepath.FromSlash("/src/sharebench-x/p.json"), filepath.FromSlash("/src/sharebench-x/p.json")},
+		{"", ""},
+	} {
+		if got := repoName(root, c.p); got != c.want {
+			t.Errorf("repoName(%q) = %q, want %q", c.p, got, c.want)
+		}
+	}
+	if got := repoName("", "/a/b.json"); got != "/a/b.json" {
+		t.Errorf("outside a checkout: %q", got)
+	}
+}
