@@ -82,10 +82,7 @@ func lower(x, y *ranked) bool {
 	return x.k.A > y.k.A || !(x.k.A < y.k.A) && lowerTie(x, y)
 }
 
-// lowerTie is lower for first keys that are equal, or NaN: the rare case, kept out of line so
-// that lower stays small enough to be inlined.
-//
-//go:noinline
+// lowerTie is lower for first keys that are equal, or NaN: the rare case.
 func lowerTie(x, y *ranked) bool {
 	if c := cmp.Compare(x.k.A, y.k.A); c != 0 {
 		return c > 0
@@ -345,9 +342,7 @@ func (r *runSet) fbefore(x, y *fentry) bool {
 	return x.a > y.a || !(x.a < y.a) && r.ftie(x, y)
 }
 
-// ftie orders frontier entries whose first keys are equal, or NaN, out of line as lowerTie.
-//
-//go:noinline
+// ftie orders frontier entries whose first keys are equal, or NaN, as lowerTie does.
 func (r *runSet) ftie(x, y *fentry) bool { return lower(&r.pool[x.slot()], &r.pool[y.slot()]) }
 
 // fpush and fdown move a hole instead of swapping entries, which writes each entry once.
