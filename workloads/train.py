@@ -334,6 +334,20 @@ def read_commands(fd: int) -> bytes:
         return chunk
 
 
+def command_lines(fd: int):
+    """Yield the parent's commands on fd line by line until their end, a last one without a newline included."""
+    pending = b""
+    while True:
+        chunk = read_commands(fd)
+        if not chunk:
+            break
+        pending += chunk
+        while b"\n" in pending:
+            line, pending = pending.split(b"\n", 1)
+            yield line
+    yield pending
+
+
 class Commands:
     """Reads the parent's commands from stdin on a background thread.
 
@@ -358,16 +372,8 @@ class Commands:
             self._cond.wait_for(lambda: self.go_received or self.stop_requested)
 
     def _read(self) -> None:
-        pending = b""
-        while True:
-            chunk = read_commands(self._fd)
-            if not chunk:
-                break
-            pending += chunk
-            while b"\n" in pending:
-                line, pending = pending.split(b"\n", 1)
-                self._handle(line)
-        self._handle(pending)  # a last command without a newline
+        for line in command_lines(self._fd):
+            self._handle(line)
         self._set("stop_requested")
 
     def _handle(self, raw: bytes) -> None:
@@ -430,16 +436,8 @@ class ServeCommands:
         return self._window_stopped
 
     def _read(self) -> None:
-        pending = b""
-        while True:
-            chunk = read_commands(self._fd)
-            if not chunk:
-                break
-            pending += chunk
-            while b"\n" in pending:
-                line, pending = pending.split(b"\n", 1)
-                self._handle(line)
-        self._handle(pending)  # a last command without a newline
+        for line in command_lines(self._fd):
+            self._handle(line)
         self._queue.put("quit")
 
     def _handle(self, raw: bytes) -> None:
