@@ -80,7 +80,7 @@ func TestExclusiveIgnoresXi(t *testing.T) {
 			sharing[info.Name] = true
 		}
 	}
-	if want := map[string]bool{schedulers.KeySJFFFS: true, schedulers.KeySJFBSBF: true, schedulers.KeyAntMan: true}; !reflect.DeepEqual(sharing, want) {
+	if want := map[string]bool{schedulers.KeySJFFFS: true, schedulers.KeySJFBSBF: true, schedulers.KeyAntMan: true, schedulers.KeyMuriS: true, schedulers.KeyMuriL: true}; !reflect.DeepEqual(sharing, want) {
 		t.Errorf("sharing policies %v, want %v", sharing, want)
 	}
 	for _, pol := range []string{"fifo", "sjf", "tiresias", "tiresias-testbed", "Tiresias", "fifo-no-preempt", `sjf{"victims":"tentative"}`} {

@@ -80,12 +80,21 @@ type EveryEventer interface {
 }
 
 // Pacer is implemented by policies that set the slowdowns of jobs sharing a GPU themselves, from
-// what the trace says of the jobs rather than from a profile (the Muri simulator's AntMan reads
-// each job's stage times, trace.Job.Stages). The engine takes a running job's slowdown as the
-// largest Slowdown(j, q) over its partners q, at least 1, and lets jobs without a profile share,
-// each taking 1/MaxShare of a GPU's memory (AntMan assumes memory is enough).
+// what the trace says of the jobs rather than from a profile (the Muri simulator's AntMan and
+// Muri-S/L read each job's stage times, trace.Job.Stages). The engine takes a running job's
+// slowdown as Slowdown(j, partners), partners being the running jobs that share a GPU with it
+// (never empty), at least 1, and lets jobs without a profile share, each taking 1/MaxShare of a
+// GPU's memory.
 type Pacer interface {
-	Slowdown(j, q *Job) float64
+	Slowdown(j *Job, partners []*Job) float64
+}
+
+// GroupOverhead is implemented by Pacers whose jobs lose, under the Muri simulator's per-event
+// overhead (sim.Config.OverheadEveryEvent), the start overheads of their whole group at every
+// event, their own and their partners' on the job's GPU count (Muri's interleaving schedules),
+// rather than their own alone.
+type GroupOverhead interface {
+	GroupOverhead()
 }
 
 // Moder is implemented by policies that choose the sharing mode whose slowdowns apply.

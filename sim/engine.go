@@ -67,17 +67,20 @@ func Run(ctx context.Context, cfg Config, jobs []trace.Job, p policy.Policy, pro
 }
 
 type engine struct {
-	cfg      Config
-	pol      policy.Policy
-	keyer    policy.Keyer
-	pacer    policy.Pacer // slowdowns of sharing jobs from the policy, not the profile
-	cl       *cluster.Cluster
-	env      *policy.Env
-	obs      Observer
-	names    []string      // GPU names for events, made on first need
-	allNamed bool          // every GPU is in names (gpuNames)
-	jobs     []*policy.Job // in arrival order
-	byIDs    []int32       // job indices sorted by job ID, for lookups
+	cfg   Config
+	pol   policy.Policy
+	keyer policy.Keyer
+	pacer policy.Pacer // slowdowns of sharing jobs from the policy, not the profile
+	// groupLoss: under OverheadEveryEvent, a job loses its whole group's overheads
+	// (policy.GroupOverhead).
+	groupLoss bool
+	cl        *cluster.Cluster
+	env       *policy.Env
+	obs       Observer
+	names     []string      // GPU names for events, made on first need
+	allNamed  bool          // every GPU is in names (gpuNames)
+	jobs      []*policy.Job // in arrival order
+	byIDs     []int32       // job indices sorted by job ID, for lookups
 	// dense maps ID-minID to a job index (-1: none) when the IDs are compact, as they
 	// usually are, so that lookups skip the binary search.
 	dense []int32
@@ -141,6 +144,7 @@ type jobStats struct {
 	// the rate it ran at since the previous event, if the change was now (OverheadEveryEvent).
 	ratedAt  time.Duration
 	prevRate float64
+	prevLoss time.Duration // eventLoss before that change
 }
 
 func newEngine(cfg Config, jobs []trace.Job, p policy.Policy, prof *profile.Table, obs Observer) (*engine, error) {
@@ -172,6 +176,8 @@ func newEngine(cfg Config, jobs []trace.Job, p policy.Policy, prof *profile.Tabl
 	restartSrc := map[string]int{}
 	e.keyer, _ = p.(policy.Keyer)
 	e.pacer, _ = p.(policy.Pacer)
+	_, grouped := p.(policy.GroupOverhead)
+	e.groupLoss = cfg.OverheadEveryEvent && e.pacer != nil && grouped
 	s.paced = e.pacer != nil
 	if ev, ok := p.(policy.EveryEventer); ok {
 		e.everyEvent = ev.EveryEvent()

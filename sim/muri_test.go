@@ -85,6 +85,13 @@ var muriApart = map[string]map[string]muriGap{
 		"trace4":          {887, 432691, 0, 1, 1},
 		"trace4_pr-plain": {397, 132440, 0, 0, 0},
 	},
+	"muri-s": {
+		"trace1": {23, 20, 0, 0, 0},
+	},
+	"muri-l": {
+		"trace1":    {475, 607983042, 122, 320, 1573},
+		"trace3_pr": {434, 1713513496, 314, -1613, 1148},
+	},
 	"tiresias-gittins": {
 		"trace1_pr-plain": {1189, 11233851668, 2482, 474, -1282},
 		"trace1_pr":       {1070, 11385118198, 398, 98, 1065},
@@ -122,35 +129,50 @@ func testMuri(t *testing.T, policyName, schedule string) {
 			registries := map[string]*policy.Registry{"fast": builtin.Registry(), "rule": builtin.Registry(builtin.Reference())}
 			for exec, reg := range registries {
 				t.Run(ref+"/"+exec, func(t *testing.T) {
-					want := readMuri(t, ref)
-					p, err := reg.New(policyName)
-					if err != nil {
-						t.Fatal(err)
-					}
-					r, err := Run(context.Background(), cfg, jobs, p, nil, nil)
-					if err != nil {
-						t.Fatal(err)
-					}
-					if len(r.Jobs) != len(want) {
-						t.Fatalf("%d jobs, Muri has %d", len(r.Jobs), len(want))
-					}
+					r, want := runMuri(t, reg, policyName, cfg, jobs, ref)
 					gap, diffs := muriCompare(r, jobs, want)
-					pinned, apart := muriApart[policyName][run]
-					if os.Getenv("MURI_GAPS") != "" {
-						fmt.Printf("\t\t%q: {%d, %d, %d, %d, %d},\n", run, gap.jobs, gap.maxMS, gap.avg, gap.makespan, gap.p99)
-					}
-					switch {
-					case apart && gap != pinned:
-						t.Errorf("apart from Muri by %+v, measured before as %+v", gap, pinned)
-					case !apart && gap.jobs > 0:
-						for _, d := range diffs {
-							t.Error(d)
-						}
-						t.Errorf("%d of %d jobs differ from Muri", gap.jobs, len(want))
-					}
+					checkMuriGap(t, policyName, run, gap, diffs, len(want))
 				})
 			}
 		}
+	}
+}
+
+// runMuri runs policy pol of registry reg on jobs and reads the Muri reference the run is
+// compared with, which must list as many jobs.
+func runMuri(t *testing.T, reg *policy.Registry, pol string, cfg Config, jobs []trace.Job, ref string) (*Result, map[trace.JobID]muriJob) {
+	t.Helper()
+	want := readMuri(t, ref)
+	p, err := reg.New(pol)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Run(context.Background(), cfg, jobs, p, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Jobs) != len(want) {
+		t.Fatalf("%d jobs, Muri has %d", len(r.Jobs), len(want))
+	}
+	return r, want
+}
+
+// checkMuriGap requires a run to match Muri's job by job, or, for the runs of muriApart, to be as
+// far from it as measured before. MURI_GAPS=1 prints the gaps in muriApart's form.
+func checkMuriGap(t *testing.T, pol, run string, gap muriGap, diffs []string, jobs int) {
+	t.Helper()
+	pinned, apart := muriApart[pol][run]
+	if os.Getenv("MURI_GAPS") != "" {
+		fmt.Printf("\t\t%q: {%d, %d, %d, %d, %d},\n", run, gap.jobs, gap.maxMS, gap.avg, gap.makespan, gap.p99)
+	}
+	switch {
+	case apart && gap != pinned:
+		t.Errorf("apart from Muri by %+v, measured before as %+v", gap, pinned)
+	case !apart && gap.jobs > 0:
+		for _, d := range diffs {
+			t.Error(d)
+		}
+		t.Errorf("%d of %d jobs differ from Muri", gap.jobs, jobs)
 	}
 }
 
@@ -207,6 +229,16 @@ var muriPublished = map[string][3][8]float64{
 		{23556410.217355, 21990477.824095, 48117093.307735, 47686997.556889, 8174226.28, 6761641.42, 13073838.61827, 12584603.56365},
 		{14739851.5052, 21765400.784095, 37913098.47143, 44369455.221804, 4983397.254, 6739568.999, 8663311.856, 11219877.952119},
 	},
+	"muri-s": {
+		{867705.7941, 1467191.905, 1342400.019, 2325962.044, 85502.55387, 537776.6163, 365467.8911, 954225.2866},
+		{18446535.222645, 16596420.784624, 34163947.020445, 32250093.334499, 8174135.28, 4400674.99, 11029124.28025, 9990192.513},
+		{10618148.302723, 13395942.722876, 19994293.572932, 23106016.887981, 992405.062, 4105513.658, 3734840.823, 6575927.929},
+	},
+	"muri-l": {
+		{1072009.71, 2141936.535, 2544642.351, 4152485.536, 88686.97313, 921094.7449, 429174.8679, 1488033.596},
+		{18593245.706217, 16639500.393368, 32826803.046468, 31782578.758801, 8174135.28, 4403652.203, 10918239.071764, 10104721.762665},
+		{11322989.635491, 13214336.412037, 22192059.12894, 24767218.772922, 927167.0483, 4167478.347, 4719318.299, 6383955.683},
+	},
 }
 
 // TestMuriPublished runs the policies whose Muri schedule the artifact's figures show under the
@@ -247,28 +279,36 @@ func TestMuriPublished(t *testing.T) {
 // average JCT, makespan (the last end) and p99 JCT of the lineage's runs within a millisecond.
 func TestMuriReferencesPublished(t *testing.T) {
 	schedule := map[string]string{"srtf": "shortest", "srsf": "shortest-gpu", "tiresias": "dlas-gpu"}
-	for pol, pub := range muriPublished {
+	for pol, sched := range schedule {
+		pub := muriPublished[pol]
 		for k, name := range muriTraces {
-			want := readMuri(t, "testdata/muri/"+name+"-"+schedule[pol]+".csv")
-			var sum, makespan float64
-			var jcts []float64
-			for _, j := range readTrace(t, "traces/muri-philly/"+name+".csv") {
-				w, ok := want[j.ID]
-				if !ok {
-					t.Fatalf("%s %s: job %d has no reference", pol, name, j.ID)
-				}
-				sum += w.jct
-				makespan = max(makespan, j.Submit.Seconds()+w.jct)
-				jcts = append(jcts, w.jct)
-			}
-			slices.Sort(jcts)
-			for m, got := range []float64{sum / float64(len(jcts)), makespan, jcts[int(0.99*float64(len(jcts)))]} {
+			for m, got := range muriRefSummary(t, name, sched) {
 				if math.Abs(got-pub[m][k]) > 1e-3 {
 					t.Errorf("%s %s: %s %.6f s, published %.6f s", schedule[pol], name, []string{"average JCT", "makespan", "p99 JCT"}[m], got, pub[m][k])
 				}
 			}
 		}
 	}
+}
+
+// muriRefSummary returns the average JCT, makespan (the last end) and p99 JCT of the lineage's
+// run of schedule on trace name, from its per-job reference.
+func muriRefSummary(t *testing.T, name, schedule string) [3]float64 {
+	t.Helper()
+	want := readMuri(t, "testdata/muri/"+name+"-"+schedule+".csv")
+	var sum, makespan float64
+	var jcts []float64
+	for _, j := range readTrace(t, "traces/muri-philly/"+name+".csv") {
+		w, ok := want[j.ID]
+		if !ok {
+			t.Fatalf("%s %s: job %d has no reference", schedule, name, j.ID)
+		}
+		sum += w.jct
+		makespan = max(makespan, j.Submit.Seconds()+w.jct)
+		jcts = append(jcts, w.jct)
+	}
+	slices.Sort(jcts)
+	return [3]float64{sum / float64(len(jcts)), makespan, jcts[int(0.99*float64(len(jcts)))]}
 }
 
 func abs(x int64) int64 { return max(x, -x) }
@@ -280,7 +320,7 @@ func TestMuriApartDocumented(t *testing.T) {
 	b.WriteString("| policy | trace | the lineage's effects | jobs apart | largest JCT gap (s) | Δ average JCT | Δ makespan | Δ p99 JCT |\n")
 	b.WriteString("|---|---|---|---:|---:|---:|---:|---:|\n")
 	pct := func(x int64) string { return fmt.Sprintf("%+.3f%%", float64(x)/1000) }
-	for _, pol := range []string{"tiresias", "tiresias-gittins", "srtf", "srsf", "antman"} {
+	for _, pol := range []string{"tiresias", "tiresias-gittins", "srtf", "srsf", "antman", "muri-s", "muri-l"} {
 		for _, name := range muriTraces {
 			for _, run := range []string{name + "-plain", name} {
 				g, ok := muriApart[pol][run]

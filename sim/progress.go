@@ -10,6 +10,7 @@ import (
 
 	"github.com/sharebench/sharebench/internal/simtime"
 	"github.com/sharebench/sharebench/policy"
+	"github.com/sharebench/sharebench/profile"
 	"github.com/sharebench/sharebench/trace"
 )
 
@@ -129,10 +130,12 @@ func (e *engine) rerate(i int32, buf []*policy.Job) []*policy.Job {
 	j := e.jobs[i]
 	buf = e.partners(j, buf)
 	xi := 1.0
+	if e.pacer != nil && len(buf) > 0 {
+		xi = max(xi, e.pacer.Slowdown(j, buf))
+	}
 	for _, q := range buf {
 		if e.pacer != nil {
-			xi = max(xi, e.pacer.Slowdown(j, q))
-			continue
+			break
 		}
 		x, ok := e.env.Xi(j, j.Opt, q, q.Opt)
 		if !ok {
@@ -148,7 +151,10 @@ func (e *engine) rerate(i int32, buf []*policy.Job) []*policy.Job {
 	}
 	j.Xi = xi
 	if st.ratedAt != e.now {
-		st.ratedAt, st.prevRate = e.now, j.P.Rate
+		st.ratedAt, st.prevRate, st.prevLoss = e.now, j.P.Rate, st.eventLoss
+	}
+	if e.groupLoss {
+		st.eventLoss = groupLoss(j, buf)
 	}
 	j.P.Rate = 1 / (j.Options[j.Opt].Excl.Seconds() * xi)
 	e.ver[i]++
@@ -522,18 +528,30 @@ func (e *engine) eventLosses() {
 		i := j.Idx
 		e.settle(i)
 		st := &e.stats[i]
-		// The loss goes at the rate the job ran at since the previous event, as the lineage
-		// reckons it before it re-rates jobs: a partner that finished now has re-rated it.
-		rate := j.P.Rate
+		// The loss goes at the rate, and with the group, the job ran at since the previous event,
+		// as the lineage reckons it before it re-rates jobs: a partner that finished now has
+		// re-rated it.
+		rate, lost := j.P.Rate, st.eventLoss
 		if st.ratedAt == e.now {
-			rate = st.prevRate
+			rate, lost = st.prevRate, st.prevLoss
 		}
-		if loss := min(st.lastRem-j.P.Rem, st.eventLoss.Seconds()*rate); loss > 0 {
+		if loss := min(st.lastRem-j.P.Rem, lost.Seconds()*rate); loss > 0 {
 			j.P.Rem += loss
 		}
 		st.lastRem = j.P.Rem
 		buf = e.rerate(i, buf)
 	}
+}
+
+// groupLoss is what job j loses at every event next to partners under a policy.GroupOverhead:
+// the lineage's start overhead of every job of the group on j's GPU count.
+func groupLoss(j *policy.Job, partners []*policy.Job) time.Duration {
+	d, _ := profile.LineageRestart(j.Model, j.GPUs)
+	for _, q := range partners {
+		dq, _ := profile.LineageRestart(q.Model, j.GPUs)
+		d += dq
+	}
+	return d
 }
 
 // needsSmallerSub reports whether job j's largest sub-batch would not fit next to the jobs

@@ -35,6 +35,9 @@ type Job struct {
 type Stages struct {
 	Time     [3]time.Duration
 	Priority int
+	// Duration is the duration column in whole milliseconds, as the lineage reads it: Muri-S
+	// orders a job that never ran by it rather than by its iterations.
+	Duration time.Duration
 }
 
 // Opportunistic reports whether the job is one of AntMan's opportunistic jobs (priority ≠ 0).

@@ -406,8 +406,8 @@ func (r *Reader) parseRow() (Job, error) {
 	return j, r.checkHorizon(j, r.col.submit, runCol)
 }
 
-// readStages parses Muri's resource_time_0..2 (milliseconds) and priority columns of the current
-// line and returns them interned.
+// readStages parses Muri's resource_time_0..2 (milliseconds), priority and duration columns of the
+// current line and returns them interned.
 func (r *Reader) readStages() (*Stages, error) {
 	var st Stages
 	for k, c := range r.col.stages {
@@ -422,6 +422,11 @@ func (r *Reader) readStages() (*Stages, error) {
 		return nil, err
 	}
 	st.Priority = int(p)
+	d, err := r.duration(r.col.duration, scaleMillis)
+	if err != nil {
+		return nil, err
+	}
+	st.Duration = d - d%time.Millisecond // int(float(duration)) in jobs.py add_job
 	if s, ok := r.stages[st]; ok {
 		return s, nil
 	}

@@ -57,13 +57,13 @@ func TestReadAll(t *testing.T) {
 			format: FormatAuto,
 			in: strings.ReplaceAll(muriHeader, "\n", "\r\n") +
 				"0,8,0,10956,gpt2,4,5095000,91000,437,0.6,419,49,0\r\n" +
-				"33,8,6568.5,294,a2c,64,162000,16000,555.25,502.0,14,0.4,1\r\n",
+				"33,8,6568.5,294,a2c,64,162000.7,16000,555.25,502.0,14,0.4,1\r\n",
 			want: []Job{
 				{ID: 0, Submit: 0, GPUs: 8, Iters: 10956, Model: "gpt2", Batch: 4, IterTime: 437 * time.Millisecond, Line: 2,
-					Stages: &Stages{Time: [3]time.Duration{600 * time.Microsecond, 419 * time.Millisecond, 49 * time.Millisecond}}},
+					Stages: &Stages{Time: [3]time.Duration{600 * time.Microsecond, 419 * time.Millisecond, 49 * time.Millisecond}, Duration: 5095 * time.Second}},
 				{ID: 33, Submit: 6568500 * time.Microsecond, GPUs: 8, Iters: 294, Model: "a2c", Batch: 64,
 					IterTime: 555250 * time.Microsecond, Line: 3,
-					Stages: &Stages{Time: [3]time.Duration{502 * time.Millisecond, 14 * time.Millisecond, 400 * time.Microsecond}, Priority: 1}},
+					Stages: &Stages{Time: [3]time.Duration{502 * time.Millisecond, 14 * time.Millisecond, 400 * time.Microsecond}, Priority: 1, Duration: 162 * time.Second}}, // whole ms, as the lineage reads them
 			},
 		},
 		{

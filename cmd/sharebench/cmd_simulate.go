@@ -65,7 +65,7 @@ func newSimulateCmd() *cobra.Command {
 	f.StringVar(&o.shape, "cluster", "", "cluster as `NODESxGPUS`, e.g. 8x8")
 	f.StringVar(&o.spec, "cluster-spec", "", "the authors' cluster-spec CSV `file` (instead of --cluster)")
 	f.Float64Var(&o.memGiB, "gpu-mem-gib", 0, "GPU memory in `GiB` (default: the cluster spec's, else the profile GPU's, else 48)")
-	f.IntVar(&o.maxShare, "max-share", 2, "jobs allowed on one GPU at once (1 disables sharing)")
+	f.IntVar(&o.maxShare, "max-share", 0, "jobs allowed on one GPU at once (1 disables sharing; default: the policy's, 4 for muri-s and muri-l, else 2)")
 	f.StringVar(&o.policy, "policy", "", "policy `spec`: a name from \"sharebench policies\", optionally with JSON arguments (required)")
 	f.StringVar(&o.profile, "profile", "", "interference profile `file` (without one, jobs use the trace's iteration times and never share)")
 	f.StringVar(&o.modelMap, "model-map", "", "model-map CSV `file` mapping trace models onto profile models")
@@ -192,7 +192,11 @@ func (o *simulateOpts) run(ctx context.Context, stdout, stderr io.Writer) error 
 	if len(jobs) > smallRunJobs {
 		restoreGC()
 	}
-	shape, err := resolveShape(o.shape, o.spec, o.memGiB, o.maxShare, prof)
+	maxShare := o.maxShare
+	if maxShare == 0 {
+		maxShare = builtin.DefaultMaxShare(o.policy)
+	}
+	shape, err := resolveShape(o.shape, o.spec, o.memGiB, maxShare, prof)
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ package builtin
 
 import (
 	"encoding/json"
+	"strings"
 
 	"github.com/sharebench/sharebench/policy"
 	"github.com/sharebench/sharebench/policy/external"
@@ -28,6 +29,22 @@ func Registry(opts ...Option) *policy.Registry {
 		must(r.Alias(a[0], a[1]))
 	}
 	return r
+}
+
+// DefaultMaxShare is how many jobs a GPU holds at once unless the user says otherwise, for the
+// policy of spec: 4 for muri-s and muri-l (the Muri simulator's packing_num), else 2.
+func DefaultMaxShare(spec string) int {
+	name, _, _ := strings.Cut(spec, "{")
+	for _, a := range aliases {
+		if a[0] == name {
+			name = a[1]
+		}
+	}
+	switch name {
+	case schedulers.KeyMuriS, schedulers.KeyMuriL:
+		return 4
+	}
+	return 2
 }
 
 // Option selects how the built-in policies run, for tests.
@@ -78,6 +95,10 @@ var policies = []builtin{
 		struct{}{}, shortest(schedulers.NewSRSF)},
 	{schedulers.KeyAntMan, "AntMan as the Muri simulator's antman (Rivendile/Muri simulator/run_sim.py antman_sim_jobs, antman_calc_iter_time; switch.py antman_alloc_res): resource-guaranteed jobs (the trace's priority 0) first, on GPUs free of other such jobs, reserving them until they have all; opportunistic ones on the least loaded GPUs, slowed to the gaps of the resource-guaranteed job's stages (resource_time_0..2); never preempts",
 		struct{}{}, antman},
+	{schedulers.KeyMuriS, "Muri-S as the Muri simulator's multi-resource-blossom-same-gpu (Rivendile/Muri simulator/run_sim.py multi_resource_blossom_same_sim_jobs; matching.py _Blossom_Same, _Packing): jobs of one GPU count grouped by maximum-weight matching (up to max-share, 4 by default) to interleave their stages (resource_time_0..2), every job re-decided at every event by remaining GPU-time; preemptive",
+		struct{}{}, muri(schedulers.NewMuriS)},
+	{schedulers.KeyMuriL, "Muri-L as the Muri simulator's multi-resource-blossom-same-gpu-unaware (run_sim.py multi_resource_blossom_same_sim_jobs without durations): muri-s ordered by attained GPU-time; preemptive",
+		struct{}{}, muri(schedulers.NewMuriL)},
 	// 2D-LAS on the authors' physical loop, with the lineage's limits; the authors' own settings
 	// are the tiresias-testbed alias.
 	{schedulers.KeyTiresiasEntry, "2D-LAS on the authors' physical loop (Lai-JX/Scheduler Tiresias_jobs, jobs_placement): first come first served by queue entry, YARN placement, preemptive as fifo, starvation promotion",
@@ -199,6 +220,17 @@ func antman(_ config, defaults any, raw json.RawMessage) (policy.Policy, error) 
 		return nil, err
 	}
 	return schedulers.NewAntMan(), nil
+}
+
+// muri builds muri-s or muri-l, which take no arguments and run as their rule on either executor.
+func muri(rule func() *schedulers.Muri) func(config, any, json.RawMessage) (policy.Policy, error) {
+	return func(_ config, defaults any, raw json.RawMessage) (policy.Policy, error) {
+		var a struct{}
+		if err := decode(defaults, raw, &a); err != nil {
+			return nil, err
+		}
+		return rule(), nil
+	}
 }
 
 // decode fills a with the defaults, then with the JSON arguments over them. The defaults go

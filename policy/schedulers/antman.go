@@ -467,13 +467,22 @@ func (a *AntMan) release(j *policy.Job) {
 	aj.gpus = nil
 }
 
-// Slowdown is how much running job j slows next to job q on a GPU they share
+// Slowdown is how much running job j slows next to its partners: the most it slows next to any
+// one of them (pairSlowdown).
+func (a *AntMan) Slowdown(j *policy.Job, partners []*policy.Job) float64 {
+	x := 1.0
+	for _, q := range partners {
+		x = max(x, pairSlowdown(j, q))
+	}
+	return x
+}
+
+// pairSlowdown is how much job j slows next to job q on a GPU they share
 // (antman_calc_iter_time): a resource-guaranteed job not at all; an opportunistic one next to
 // another opportunistic one twice; next to a resource-guaranteed one, it runs its data-loading,
 // GPU and communication stages in the gaps the other's stages leave, one of the other's
-// iterations per gap it uses, as the lineage counts them. The engine takes the largest over the
-// job's partners, at least 1.
-func (a *AntMan) Slowdown(j, q *policy.Job) float64 {
+// iterations per gap it uses, as the lineage counts them.
+func pairSlowdown(j, q *policy.Job) float64 {
 	if !opportunistic(j) {
 		return 1
 	}

@@ -2,6 +2,7 @@ package schedulers
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/sharebench/sharebench/policy"
 )
@@ -10,6 +11,42 @@ import (
 // every job at every event: it empties its cluster and walks all jobs that have arrived and not
 // finished, in its order, keeping each job that still fits. The helpers here are shared by the
 // rules that follow it (tiresias, tiresias-gittins, srtf, srsf).
+
+// runnable is the lineage's list of runnable jobs: the jobs that have arrived and not finished,
+// by index, in the order the policy left them at its last call.
+type runnable struct {
+	list []int32
+	gone []bool // by Job.Idx: finished
+	nxt  int32  // jobs with Idx < nxt have arrived
+}
+
+// update drops the finished jobs and appends the arrivals, which come last among the waiting
+// jobs (by submission, then ID), in that order. It returns how many jobs were there before them.
+func (r *runnable) update(s *policy.State, name string) (int, error) {
+	for len(r.gone) < len(s.Jobs) {
+		r.gone = append(r.gone, false)
+	}
+	for _, id := range s.Finished {
+		j := s.Lookup(id)
+		if j == nil {
+			return 0, fmt.Errorf("policy %s: finished job %d is unknown", name, id)
+		}
+		r.gone[j.Idx] = true
+	}
+	r.list = slices.DeleteFunc(r.list, func(i int32) bool { return r.gone[i] })
+	n := len(r.list)
+	for j := range s.Pending.Backward() {
+		if j.Idx < r.nxt {
+			break
+		}
+		r.list = append(r.list, j.Idx)
+	}
+	slices.Reverse(r.list[n:])
+	for _, i := range r.list[n:] {
+		r.nxt = max(r.nxt, i+1)
+	}
+	return n, nil
+}
 
 // applyLineage turns such a walk's decisions into plan: the stops first, then the starts, each
 // on the lowest-numbered idle GPUs once the stopped jobs have left. The lineage's jobs never share

@@ -1,7 +1,6 @@
 package schedulers
 
 import (
-	"fmt"
 	"slices"
 	"time"
 
@@ -31,9 +30,7 @@ type Shortest struct {
 	name    string
 	gpuTime bool // order by remaining GPU-time (srsf)
 
-	list  []int32 // arrived, unfinished jobs by index, in the order of the last call
-	gone  []bool  // by Job.Idx: finished
-	nxt   int32   // jobs with Idx < nxt have arrived
+	runnable
 	keys  []float64
 	nodes YARNNodes
 }
@@ -67,30 +64,11 @@ func (r *Shortest) Key(now time.Duration, j *policy.Job) float64 {
 // an empty cluster.
 func (r *Shortest) Schedule(s *policy.State) (policy.Plan, error) {
 	var plan policy.Plan
-	for len(r.gone) < len(s.Jobs) {
-		r.gone = append(r.gone, false)
+	for len(r.keys) < len(s.Jobs) {
 		r.keys = append(r.keys, 0)
 	}
-	for _, id := range s.Finished {
-		j := s.Lookup(id)
-		if j == nil {
-			return plan, fmt.Errorf("policy %s: finished job %d is unknown", r.name, id)
-		}
-		r.gone[j.Idx] = true
-	}
-	r.list = slices.DeleteFunc(r.list, func(i int32) bool { return r.gone[i] })
-	// Arrivals are the waiting jobs not seen yet, which come last among the waiting jobs (by
-	// submission, then ID).
-	n := len(r.list)
-	for j := range s.Pending.Backward() {
-		if j.Idx < r.nxt {
-			break
-		}
-		r.list = append(r.list, j.Idx)
-	}
-	slices.Reverse(r.list[n:])
-	for _, i := range r.list[n:] {
-		r.nxt = max(r.nxt, i+1)
+	if _, err := r.update(s, r.name); err != nil {
+		return plan, err
 	}
 	for _, i := range r.list {
 		r.keys[i] = r.Key(s.Now, s.Jobs[i])

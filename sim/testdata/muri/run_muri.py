@@ -15,7 +15,8 @@ copies it to a temporary folder, adds stub modules cvxpy and numpy (only Themis 
 schedules run here never call them) and, with --plain, switches off the two lineage effects there: the 1.015
 factor on iteration times (jobs.py) and the start overhead subtracted at every event (the
 commented-out "tmp_oh = 0" of shortest_first_sim_jobs and dlas_sim_jobs in run_sim.py, and the
-same assignment added at the same place in antman_sim_jobs, which has none). It then
+same assignment added at the same place in antman_sim_jobs and multi_resource_blossom_same_sim_jobs,
+which have none). It then
 runs Muri's main() with the flags of sim_fig9.sh and sim_fig10.sh. Muri's main() does not
 dispatch dlas-gpu-gittins, whose rules live inside dlas_sim_jobs; for it the script does what the
 Tiresias simulator's main() does (github.com/SymbioticLab/Tiresias): load the job-size
@@ -75,6 +76,9 @@ def main():
         # antman_sim_jobs has no such line: the same assignment is added where the others have it.
         replace_once(run_sim, "tmp_oh = 10\n                tmp = max(", "tmp_oh = 10\n                tmp_oh = 0\n                tmp = max(",
                      ('def antman_sim_jobs', 'def get_scale_factors_array'))
+        # Nor has multi_resource_blossom_same_sim_jobs, whose overhead is the group's.
+        replace_once(run_sim, "tmp_oh = rjob['overhead']\n", "tmp_oh = rjob['overhead']\n                tmp_oh = 0\n",
+                     ('def multi_resource_blossom_same_sim_jobs', 'def multi_resource_blossom_same_dlas_sim_jobs'))
     shutil.copy(DIST, os.path.join(sim, 'yarn-gput1000.csv'))
     sys.path.insert(0, sim)
     os.chdir(sim)
