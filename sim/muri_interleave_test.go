@@ -21,7 +21,7 @@ var muriInterleave = map[string]struct {
 	runs     []string
 }{
 	"muri-s": {"multi-resource-blossom-same-gpu", []string{"trace3-plain", "trace3", "trace1"}},
-	"muri-l": {"multi-resource-blossom-same-gpu-unaware", []string{"trace3-plain", "trace3", "trace1", "trace3_pr"}},
+	"muri-l": {"multi-resource-blossom-same-gpu-unaware", []string{"trace3-plain", "trace3", "trace1", "trace1_pr", "trace3_pr"}},
 }
 
 // TestMuriInterleave runs muri-s and muri-l on Muri's traces and requires every job's JCT within

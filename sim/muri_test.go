@@ -90,6 +90,7 @@ var muriApart = map[string]map[string]muriGap{
 	},
 	"muri-l": {
 		"trace1":    {475, 607983042, 122, 320, 1573},
+		"trace1_pr": {918, 2887681312, -41, 312, -668},
 		"trace3_pr": {434, 1713513496, 314, -1613, 1148},
 	},
 	"tiresias-gittins": {

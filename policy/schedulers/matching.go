@@ -41,8 +41,9 @@ func (b *blossom) maxWeightMatching(n int, w func(u, v int) float64) []int {
 	b.edge = b.edge[:0]
 	edges := 0
 	wmax := 0.0
+	// Blossoms take ids up to 2n: rows have room for them, so that forming one appends in place.
 	for u := 0; u <= n; u++ {
-		row := make([]bEdge, n+1)
+		row := make([]bEdge, n+1, 2*n+2)
 		for v := range row {
 			row[v] = bEdge{u: u, v: v}
 			if u > 0 && v > 0 && u != v {
@@ -71,7 +72,7 @@ func (b *blossom) maxWeightMatching(n int, w func(u, v int) float64) []int {
 	b.lab = make([]float64, n+1)
 	for u := range n + 1 {
 		b.st[u] = u
-		b.flowerFrom[u] = make([]int, n+1)
+		b.flowerFrom[u] = make([]int, n+1, 2*n+2)
 		b.flowerFrom[u][u] = u
 		b.lab[u] = wmax
 	}

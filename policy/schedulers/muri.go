@@ -46,15 +46,16 @@ type Muri struct {
 	aware bool // Muri-S: order by remaining GPU-time; Muri-L: by attained GPU-time
 
 	runnable
-	keys  []float64
-	exec  []float64 // by Job.Idx: attained time in seconds (Muri-L)
-	last  float64   // the previous call's time in seconds
-	kind  []int32   // by Job.Idx: index into kinds
-	kinds []muriKind
-	kindN map[muriKind]int32
-	times map[[4]int32]float64 // groupTime by sorted kinds, -1 padded
-	nodes YARNNodes
-	match blossom
+	keys   []float64
+	exec   []float64 // by Job.Idx: attained time in seconds (Muri-L)
+	last   float64   // the previous call's time in seconds
+	kind   []int32   // by Job.Idx: index into kinds
+	kinds  []muriKind
+	kindN  map[muriKind]int32
+	times  map[[4]int32]float64 // groupTime by sorted kinds, -1 padded
+	ratios map[[4]int32]float64 // usedRatio by kinds in order, -1 padded
+	nodes  YARNNodes
+	match  blossom
 }
 
 var (
@@ -206,6 +207,7 @@ func (m *Muri) see(j *policy.Job) error {
 	if m.kindN == nil {
 		m.kindN = map[muriKind]int32{}
 		m.times = map[[4]int32]float64{}
+		m.ratios = map[[4]int32]float64{}
 	}
 	id, ok := m.kindN[k]
 	if !ok {
@@ -348,12 +350,26 @@ func (m *Muri) autopack(sizes []muriSize, nodes, per int) []muriPack {
 // usedRatio is the weight of merging groups a and b (matching.py calc_used_ratio): the share of
 // the four resources' time that the merged group's stages fill in one of its iterations.
 func (m *Muri) usedRatio(a, b []int32) float64 {
+	// The weight depends on the kinds in order (the sum's order), so it is kept by them.
+	key := [4]int32{-1, -1, -1, -1}
+	k := 0
+	for _, g := range [][]int32{a, b} {
+		for _, i := range g {
+			key[k] = m.kind[i]
+			k++
+		}
+	}
+	if w, ok := m.ratios[key]; ok {
+		return w
+	}
 	used := 0.0
-	for _, i := range slices.Concat(a, b) {
-		s := m.kinds[m.kind[i]].stage
+	for _, id := range key[:k] {
+		s := m.kinds[id].stage
 		used += s[0] + s[1] + s[2]
 	}
-	return used / (m.groupTime(slices.Concat(a, b)) * 4)
+	w := used / (m.groupTime(slices.Concat(a, b)) * 4)
+	m.ratios[key] = w
+	return w
 }
 
 // groupTime is the iteration time of a group of jobs (given by index) that interleave their
