@@ -83,8 +83,8 @@ type EveryEventer interface {
 // what the trace says of the jobs rather than from a profile (the Muri simulator's AntMan and
 // Muri-S/L read each job's stage times, trace.Job.Stages). The engine takes a running job's
 // slowdown as Slowdown(j, partners), partners being the running jobs that share a GPU with it
-// (never empty), at least 1, and lets jobs without a profile share, each taking 1/MaxShare of a
-// GPU's memory.
+// (never empty), at least 1, and gives every job 1/MaxShare of a GPU's memory, whatever a profile
+// says (the lineage's AntMan and Muri assume memory is enough).
 type Pacer interface {
 	Slowdown(j *Job, partners []*Job) float64
 }

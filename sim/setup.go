@@ -194,12 +194,15 @@ func (s *setup) build(t trace.Job, file string) (*policy.Job, string, error) {
 		name := fmt.Sprintf("%s/%d (trace)", t.Model, t.Batch)
 		s.noProf[name]++
 		// Such a job fills its GPUs' memory, so that it never shares, unless the policy paces
-		// sharing jobs itself (policy.Pacer): then MaxShare of them fit on a GPU.
-		mem := capBytes
-		if s.paced {
-			mem = capBytes / int64(max(1, s.cfg.Shape.MaxShare))
+		// sharing jobs itself (policy.Pacer; below).
+		j.Options = []policy.Option{{Batch: t.Batch, SubBatch: t.Batch, Excl: s.scaled(t.IterTime), Mem: capBytes, Cfg: s.intern(name, profile.Config{})}}
+	}
+	if s.paced {
+		// A policy that paces sharing itself assumes memory is enough, as the lineage's AntMan
+		// and Muri do: every job takes 1/MaxShare of a GPU's memory.
+		for k := range j.Options {
+			j.Options[k].Mem = capBytes / int64(max(1, s.cfg.Shape.MaxShare))
 		}
-		j.Options = []policy.Option{{Batch: t.Batch, SubBatch: t.Batch, Excl: s.scaled(t.IterTime), Mem: mem, Cfg: s.intern(name, profile.Config{})}}
 	}
 	for k, o := range j.Options {
 		if o.Excl <= 0 {

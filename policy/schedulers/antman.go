@@ -126,7 +126,7 @@ func (a *AntMan) Schedule(s *policy.State) (policy.Plan, error) {
 	}
 	slices.Reverse(a.order[n:])
 	for _, j := range a.order[n:] {
-		if err := a.check(j); err != nil {
+		if err := a.check(j, sh.MaxShare); err != nil {
 			return a.plan, err
 		}
 		a.list(opportunistic(j), j.GPUs).idx = append(a.list(opportunistic(j), j.GPUs).idx, j.Idx)
@@ -274,8 +274,8 @@ func b2i(b bool) int {
 }
 
 // check sees job j for the first time: it records the GPUs it needs and refuses what the lineage
-// cannot run.
-func (a *AntMan) check(j *policy.Job) error {
+// cannot run, or the cluster (an opportunistic job shares its GPUs: maxShare must allow two jobs).
+func (a *AntMan) check(j *policy.Job, maxShare int) error {
 	aj := &a.jobs[j.Idx]
 	if aj.seen {
 		return nil
@@ -289,6 +289,9 @@ func (a *AntMan) check(j *policy.Job) error {
 		return fmt.Errorf("policy %s: job %d: some jobs have stage times and others not (Muri's dialect gives every job its own)", KeyAntMan, j.ID)
 	}
 	a.staged = staged
+	if opportunistic(j) && maxShare < 2 {
+		return fmt.Errorf("policy %s: job %d is opportunistic and shares GPUs, which a cluster of one job per GPU (max share %d) does not allow", KeyAntMan, j.ID, maxShare)
+	}
 	if j.Stages != nil && !opportunistic(j) {
 		t := j.Stages.Time
 		if t[0]+t[1] == 0 || t[1]+t[2] == 0 || t[0]+t[2] == 0 {
