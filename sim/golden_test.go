@@ -97,3 +97,44 @@ func TestDeterminism(t *testing.T) {
 		}
 	}
 }
+
+// stagedPolicies are the policies that read the stage times of Muri's dialect; their decision
+// logs are kept on the first jobs of Muri's testbed trace.
+var stagedPolicies = []string{"antman", "muri-s", "muri-l"}
+
+// TestGoldenStaged keeps the decision logs of stagedPolicies on the first 40 jobs of Muri's
+// testbed trace that fit 2x4 GPUs, with the lineage's effects (-update refreshes).
+func TestGoldenStaged(t *testing.T) {
+	var jobs []trace.Job
+	for _, j := range readTrace(t, "traces/muri-testbed/cluster_trace.csv") {
+		if j.GPUs <= 8 && len(jobs) < 40 {
+			jobs = append(jobs, j)
+		}
+	}
+	shape := cluster.Shape{Nodes: 2, GPUsPerNode: 4, GPUMemBytes: 16 * cluster.GiB, MaxShare: 4}
+	for _, spec := range stagedPolicies {
+		t.Run(spec, func(t *testing.T) {
+			p, err := builtin.Registry().New(spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var buf bytes.Buffer
+			obs, flush := JSONLWriter(&buf)
+			cfg := Config{Shape: shape, TraceName: "staged", IterScale: 1.015, OverheadEveryEvent: true}
+			r, err := Run(context.Background(), cfg, jobs, p, nil, obs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := flush(); err != nil {
+				t.Fatal(err)
+			}
+			var jobsCSV bytes.Buffer
+			if err := WriteJobs(&jobsCSV, r.Jobs); err != nil {
+				t.Fatal(err)
+			}
+			name := "testdata/decisions-staged-" + spec
+			golden.Check(t, name+".jsonl", buf.Bytes())
+			golden.Check(t, name+"-jobs.csv", jobsCSV.Bytes())
+		})
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sharebench/sharebench/policy"
+	"github.com/sharebench/sharebench/trace"
 )
 
 // Muri is the Muri simulator's multi-resource interleaving schedules (Rivendile/Muri,
@@ -510,6 +511,13 @@ func (m *Muri) apply(s *policy.State, run []muriPack, plan *policy.Plan) error {
 				return fmt.Errorf("policy %s: %d idle GPUs for a group of %d (the walk's count of free GPUs is off)", m.name, len(on), p.gpus)
 			}
 		}
+		// The group's jobs already on its GPUs: those that stay, then those started before.
+		var there []trace.JobID
+		for _, i := range p.jobs {
+			if stay[i] {
+				there = append(there, s.Jobs[i].ID)
+			}
+		}
 		for _, i := range p.jobs {
 			if stay[i] {
 				continue
@@ -518,11 +526,15 @@ func (m *Muri) apply(s *policy.State, run []muriPack, plan *policy.Plan) error {
 			if err := cl.Place(j.ID, on, j.Options[j.Fast].Mem); err != nil {
 				return fmt.Errorf("policy %s: job %d: %w", m.name, j.ID, err)
 			}
-			pl := policy.Placement{Job: j.ID, GPUs: on, Opt: j.Fast}
+			pl := policy.Placement{Job: j.ID, GPUs: on, Opt: j.Fast, Partners: slices.Clone(there)}
 			if s.Env.Explain {
-				pl.Reason = fmt.Sprintf("in a group of %d interleaving their stages", len(p.jobs))
+				pl.Reason = "runs alone on its GPUs"
+				if len(p.jobs) > 1 {
+					pl.Reason = fmt.Sprintf("in a group of %d interleaving their stages", len(p.jobs))
+				}
 			}
 			plan.Start = append(plan.Start, pl)
+			there = append(there, j.ID)
 		}
 	}
 	return nil
