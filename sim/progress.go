@@ -130,18 +130,18 @@ func (e *engine) rerate(i int32, buf []*policy.Job) []*policy.Job {
 	j := e.jobs[i]
 	buf = e.partners(j, buf)
 	xi := 1.0
-	if e.pacer != nil && len(buf) > 0 {
+	switch {
+	case len(buf) == 0:
+	case e.pacer != nil:
 		xi = max(xi, e.pacer.Slowdown(j, buf))
-	}
-	for _, q := range buf {
-		if e.pacer != nil {
-			break
+	default:
+		for _, q := range buf {
+			x, ok := e.env.Xi(j, j.Opt, q, q.Opt)
+			if !ok {
+				panic(fmt.Sprintf("sim: job %d shares with job %d but the profile lacks the pair", j.ID, q.ID))
+			}
+			xi = max(xi, x)
 		}
-		x, ok := e.env.Xi(j, j.Opt, q, q.Opt)
-		if !ok {
-			panic(fmt.Sprintf("sim: job %d shares with job %d but the profile lacks the pair", j.ID, q.ID))
-		}
-		xi = max(xi, x)
 	}
 	st := &e.stats[i]
 	st.sharedNow = len(buf) > 0

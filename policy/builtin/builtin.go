@@ -37,7 +37,7 @@ func DefaultMaxShare(spec string) int {
 	name, _, _ := strings.Cut(spec, "{")
 	for _, a := range aliases {
 		if a[0] == name {
-			name = a[1]
+			name, _, _ = strings.Cut(a[1], "{")
 		}
 	}
 	switch name {
