@@ -17,7 +17,7 @@ import (
 var goldenPolicies = []string{
 	"fifo", "sjf", "tiresias", "tiresias-entry-order", "tiresias-testbed", "tiresias-authors", "sjf-ffs", "sjf-bsbf",
 	"sjf-bsbf-fixed", "sjf-ffss", "sjf-bsbfs", "sjf-bsbf-preempt", `sjf{"victims":"tentative"}`,
-	"srtf", "srsf", "tiresias-gittins",
+	"srtf", "srsf", "tiresias-gittins", "themis",
 }
 
 // smallTrace generates a 40-job trace over the test profile's models: arrivals within an hour,

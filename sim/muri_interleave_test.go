@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sharebench/sharebench/internal/muripub"
 	"github.com/sharebench/sharebench/policy/builtin"
 	"github.com/sharebench/sharebench/trace"
 )
@@ -81,15 +82,19 @@ func TestMuriInterleavePublished(t *testing.T) {
 	var b strings.Builder
 	b.WriteString("| policy | trace | Muri's run against its published value: average JCT | makespan | p99 JCT |\n")
 	b.WriteString("|---|---|---:|---:|---:|\n")
-	for _, pol := range []string{"muri-s", "muri-l"} {
-		mi := muriInterleave[pol]
+	runs := map[string][]string{"themis": muriThemisRuns}
+	schedule := map[string]string{"themis": "themis"}
+	for pol, mi := range muriInterleave {
+		runs[pol], schedule[pol] = mi.runs, mi.schedule
+	}
+	for _, pol := range []string{"themis", "muri-s", "muri-l"} {
 		for k, name := range muriTraces {
-			if !slices.Contains(mi.runs, name) {
+			if !slices.Contains(runs[pol], name) {
 				continue
 			}
-			pub := muriPublished[pol]
+			pub := muripub.Values[pol]
 			fmt.Fprintf(&b, "| `%s` | %s |", pol, name)
-			for m, got := range muriRefSummary(t, name, mi.schedule) {
+			for m, got := range muriRefSummary(t, name, schedule[pol]) {
 				fmt.Fprintf(&b, " %+.2f%% |", 100*(got/pub[m][k]-1))
 			}
 			b.WriteString("\n")

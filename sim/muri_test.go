@@ -12,13 +12,14 @@ import (
 	"testing"
 
 	"github.com/sharebench/sharebench/cluster"
+	"github.com/sharebench/sharebench/internal/muripub"
 	"github.com/sharebench/sharebench/policy"
 	"github.com/sharebench/sharebench/policy/builtin"
 	"github.com/sharebench/sharebench/trace"
 )
 
 // muriTraces are Muri's four Philly traces and their variants with every job submitted at 0.
-var muriTraces = []string{"trace1", "trace1_pr", "trace2", "trace2_pr", "trace3", "trace3_pr", "trace4", "trace4_pr"}
+var muriTraces = muripub.Traces
 
 // TestMuriDlasGPU replays Muri's traces under tiresias and compares every job with the Muri
 // simulator's own dlas-gpu (testdata/muri/README.md): the scheduling alone, and with the
@@ -92,6 +93,9 @@ var muriApart = map[string]map[string]muriGap{
 		"trace1":    {475, 607983042, 122, 320, 1573},
 		"trace1_pr": {918, 2887681312, -41, 312, -668},
 		"trace3_pr": {434, 1713513496, 314, -1613, 1148},
+	},
+	"themis": {
+		"trace3": {443, 2200367343, -172, 0, 493},
 	},
 	"tiresias-gittins": {
 		"trace1_pr-plain": {1189, 11233851668, 2482, 474, -1282},
@@ -211,37 +215,6 @@ func muriCompare(r *Result, jobs []trace.Job, want map[trace.JobID]muriJob) (mur
 	return g, diffs
 }
 
-// muriPublished are the average JCT, makespan and 99th-percentile JCT (seconds) that Muri's
-// artifact draws its Figures 9 and 10 from (Rivendile/Muri simulator/draw_fig9-10.py), by
-// schedule, in the order of muriTraces.
-var muriPublished = map[string][3][8]float64{
-	"srtf": {
-		{1370603.198, 2303543.816, 2665607.375, 4079154.454, 193081.796, 844394.78, 581982.9002, 1430856.446},
-		{26045465.532945, 24513543.937825, 48847005.197635, 48697594.999386, 8174135.28, 7261795.828, 14787990.59235, 14272665.007687},
-		{16647148.09074, 19871388.29092, 33128484.196403, 36640840.003736, 4538890.607, 6363099.549, 7768533.005, 9443500.203},
-	},
-	"srsf": {
-		{980140.5699, 1801859.995, 2213949.687, 3384600.437, 185021.8802, 798057.6829, 487167.1688, 1218501.968},
-		{26065759.044845, 24272529.59311, 49026465.31107, 47972347.554251, 8174135.28, 6907790.403, 14887908.86639, 14426755.371188},
-		{15529913.227905, 18267307.81118, 31241250.835485, 34656644.081924, 4189699.177, 6228160.594, 7372568.184, 9227908.326},
-	},
-	"tiresias": {
-		{3330371.307, 6921682.793, 7396368.514, 10555502.040026, 347213.2481, 2213110.128, 1319382.936, 2674022.636},
-		{23556410.217355, 21990477.824095, 48117093.307735, 47686997.556889, 8174226.28, 6761641.42, 13073838.61827, 12584603.56365},
-		{14739851.5052, 21765400.784095, 37913098.47143, 44369455.221804, 4983397.254, 6739568.999, 8663311.856, 11219877.952119},
-	},
-	"muri-s": {
-		{867705.7941, 1467191.905, 1342400.019, 2325962.044, 85502.55387, 537776.6163, 365467.8911, 954225.2866},
-		{18446535.222645, 16596420.784624, 34163947.020445, 32250093.334499, 8174135.28, 4400674.99, 11029124.28025, 9990192.513},
-		{10618148.302723, 13395942.722876, 19994293.572932, 23106016.887981, 992405.062, 4105513.658, 3734840.823, 6575927.929},
-	},
-	"muri-l": {
-		{1072009.71, 2141936.535, 2544642.351, 4152485.536, 88686.97313, 921094.7449, 429174.8679, 1488033.596},
-		{18593245.706217, 16639500.393368, 32826803.046468, 31782578.758801, 8174135.28, 4403652.203, 10918239.071764, 10104721.762665},
-		{11322989.635491, 13214336.412037, 22192059.12894, 24767218.772922, 927167.0483, 4167478.347, 4719318.299, 6383955.683},
-	},
-}
-
 // TestMuriPublished runs the policies whose Muri schedule the artifact's figures show under the
 // lineage's flags and requires average JCT, makespan and p99 JCT within 0.1% of the published
 // values, but for the runs of muriApart that are further from Muri's own (testMuri pins how far;
@@ -251,7 +224,7 @@ func TestMuriPublished(t *testing.T) {
 		t.Skip("the per-job tests cover the short run")
 	}
 	for _, pol := range []string{"srtf", "srsf", "tiresias"} {
-		pub := muriPublished[pol]
+		pub := muripub.Values[pol]
 		for k, name := range muriTraces {
 			if g, ok := muriApart[pol][name]; ok && max(abs(g.avg), abs(g.makespan), abs(g.p99)) > 100 {
 				continue
@@ -281,7 +254,7 @@ func TestMuriPublished(t *testing.T) {
 func TestMuriReferencesPublished(t *testing.T) {
 	schedule := map[string]string{"srtf": "shortest", "srsf": "shortest-gpu", "tiresias": "dlas-gpu"}
 	for pol, sched := range schedule {
-		pub := muriPublished[pol]
+		pub := muripub.Values[pol]
 		for k, name := range muriTraces {
 			for m, got := range muriRefSummary(t, name, sched) {
 				if math.Abs(got-pub[m][k]) > 1e-3 {
@@ -321,7 +294,7 @@ func TestMuriApartDocumented(t *testing.T) {
 	b.WriteString("| policy | trace | the lineage's effects | jobs apart | largest JCT gap (s) | Δ average JCT | Δ makespan | Δ p99 JCT |\n")
 	b.WriteString("|---|---|---|---:|---:|---:|---:|---:|\n")
 	pct := func(x int64) string { return fmt.Sprintf("%+.3f%%", float64(x)/1000) }
-	for _, pol := range []string{"tiresias", "tiresias-gittins", "srtf", "srsf", "antman", "muri-s", "muri-l"} {
+	for _, pol := range []string{"tiresias", "tiresias-gittins", "srtf", "srsf", "antman", "themis", "muri-s", "muri-l"} {
 		for _, name := range muriTraces {
 			for _, run := range []string{name + "-plain", name} {
 				g, ok := muriApart[pol][run]

@@ -29,7 +29,7 @@ var referencePolicies = []string{
 	"sjf-ffs", "sjf-ffs-preempt", `sjf-ffs{"preempt":true,"victims":"tentative"}`, "sjf-ffss", "sjf-ffss-preempt", "sjf-ffs-m",
 	"sjf-bsbf", "sjf-bsbf-fixed", "sjf-bsbf-preempt", `sjf-bsbf{"preempt":true,"victims":"tentative"}`, "sjf-bsbfs",
 	"sjf-bsbfs-preempt", "sjf-bsbf-m", `sjf-bsbf{"sub_batch":false,"preempt":true}`,
-	"srtf", "srsf", "antman", "muri-s", "muri-l", "tiresias-gittins", `tiresias-gittins{"service":"time"}`, `tiresias-gittins{"limits_s":[200,600,1500],"delta_s":300}`,
+	"srtf", "srsf", "antman", "themis", "muri-s", "muri-l", "tiresias-gittins", `tiresias-gittins{"service":"time"}`, `tiresias-gittins{"limits_s":[200,600,1500],"delta_s":300}`,
 	`tiresias-gittins{"limits_s":[50,100],"service":"time","delta_s":60}`,
 }
 

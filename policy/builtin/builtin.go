@@ -95,6 +95,8 @@ var policies = []builtin{
 		struct{}{}, shortest(schedulers.NewSRSF)},
 	{schedulers.KeyAntMan, "AntMan as the Muri simulator's antman (Rivendile/Muri simulator/run_sim.py antman_sim_jobs, antman_calc_iter_time; switch.py antman_alloc_res): resource-guaranteed jobs (the trace's priority 0) first, on GPUs free of other such jobs, reserving them until they have all; opportunistic ones on the least loaded GPUs, slowed to the gaps of the resource-guaranteed job's stages (resource_time_0..2); never preempts",
 		struct{}{}, antman},
+	{schedulers.KeyThemis, "Themis as the Muri simulator's themis (Rivendile/Muri simulator/run_sim.py themis_sim_jobs, get_isolated_throughputs, get_base_constraints): every job a share of its GPUs minimising the largest finish-time fairness ratio (solved exactly, max-min fair where the optimum is not unique), every job re-decided at every event by share per second run, placed in that order on an empty cluster with YARN; preemptive",
+		struct{}{}, themis},
 	{schedulers.KeyMuriS, "Muri-S as the Muri simulator's multi-resource-blossom-same-gpu (Rivendile/Muri simulator/run_sim.py multi_resource_blossom_same_sim_jobs; matching.py _Blossom_Same, _Packing): jobs of one GPU count grouped by maximum-weight matching (up to max-share, 4 by default) to interleave their stages (resource_time_0..2), every job re-decided at every event by remaining GPU-time; preemptive",
 		struct{}{}, muri(schedulers.NewMuriS)},
 	{schedulers.KeyMuriL, "Muri-L as the Muri simulator's multi-resource-blossom-same-gpu-unaware (run_sim.py multi_resource_blossom_same_sim_jobs without durations): muri-s ordered by attained GPU-time; preemptive",
@@ -220,6 +222,15 @@ func antman(_ config, defaults any, raw json.RawMessage) (policy.Policy, error) 
 		return nil, err
 	}
 	return schedulers.NewAntMan(), nil
+}
+
+// themis builds themis, which takes no arguments and runs as its rule on either executor.
+func themis(_ config, defaults any, raw json.RawMessage) (policy.Policy, error) {
+	var a struct{}
+	if err := decode(defaults, raw, &a); err != nil {
+		return nil, err
+	}
+	return schedulers.NewThemis(), nil
 }
 
 // muri builds muri-s or muri-l, which take no arguments and run as their rule on either executor.

@@ -2,7 +2,8 @@
 // fifo, sjf, sjf-ffs, sjf-bsbf and tiresias-entry-order as declarations of the authors' loop
 // (policy.Greedy), and the Muri simulator's rules, which re-decide every job at every event, as
 // policies of their own: tiresias (dlas-gpu), tiresias-gittins, srtf and srsf (lineage.go holds
-// what they share), antman, and muri-s and muri-l (muri.go, with the matching in matching.go). Each file reads top to bottom: the order, the placement, the victims and the
+// what they share), antman, themis, and muri-s and muri-l (muri.go, with the matching in matching.go). Each file
+// reads top to bottom: the order, the placement, the victims and the
 // sharing rule. They say what to decide; package walk carries the declarations out and makes the
 // Muri rules' fast forms, and package builtin registers them.
 package schedulers
@@ -25,4 +26,6 @@ const (
 	// The Muri simulator's multi-resource-blossom-same-gpu and its -unaware form.
 	KeyMuriS = "muri-s"
 	KeyMuriL = "muri-l"
+	// The Muri simulator's themis.
+	KeyThemis = "themis"
 )

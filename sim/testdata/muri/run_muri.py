@@ -12,7 +12,8 @@ every job size of the distribution, sorted, with its index as Python prints it
 
 MURI_SIMULATOR_DIR is the simulator/ folder of github.com/Rivendile/Muri, unchanged. The script
 copies it to a temporary folder, adds stub modules cvxpy and numpy (only Themis uses them; the
-schedules run here never call them) and, with --plain, switches off the two lineage effects there: the 1.015
+other schedules never call them; for themis the script needs the real cvxpy with ECOS, README.md)
+and, with --plain, switches off the two lineage effects there: the 1.015
 factor on iteration times (jobs.py) and the start overhead subtracted at every event (the
 commented-out "tmp_oh = 0" of shortest_first_sim_jobs and dlas_sim_jobs in run_sim.py, and the
 same assignment added at the same place in antman_sim_jobs and multi_resource_blossom_same_sim_jobs,
@@ -63,10 +64,11 @@ def main():
     work = tempfile.mkdtemp(prefix='muri-')
     sim = os.path.join(work, 'simulator')
     shutil.copytree(muri, sim)
-    with open(os.path.join(sim, 'cvxpy.py'), 'w') as f:
-        f.write('class SolverError(Exception):\n    pass\n')
-    with open(os.path.join(sim, 'numpy.py'), 'w') as f:
-        f.write('')
+    if schedule != 'themis':
+        with open(os.path.join(sim, 'cvxpy.py'), 'w') as f:
+            f.write('class SolverError(Exception):\n    pass\n')
+        with open(os.path.join(sim, 'numpy.py'), 'w') as f:
+            f.write('')
     if plain:
         replace_once(os.path.join(sim, 'jobs.py'), '        self.itertime_overhead_list = [1.015, 1.33/1.015,',
                      '        self.itertime_overhead_list = [1.0, 1.33/1.015,')
