@@ -130,7 +130,7 @@ type Table struct {
 	// GPU names the device the numbers describe, e.g. "NVIDIA H200" or "V100 (Gavel)".
 	GPU         string `json:"gpu"`
 	GPUMemBytes int64  `json:"gpu_mem_bytes,omitempty"`
-	// Source is one of measured, authors, gavel, blox, pollux, synthetic, test.
+	// Source is one of measured, authors, gavel, blox, pollux, muri, synthetic, test.
 	Source     string     `json:"source"`
 	Provenance Provenance `json:"provenance"`
 	Notes      []string   `json:"notes,omitempty"`

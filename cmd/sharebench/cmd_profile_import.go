@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sharebench/sharebench/profile"
+	"github.com/sharebench/sharebench/profile/interleave"
 )
 
 const profileImportLong = `Convert public measurements into a sharebench profile (docs/profile-import.md).
@@ -22,6 +23,8 @@ Sources (--from):
   blox     FILE = Blox's norm_speed.csv; solo times from --solo-from, or placeholders with --relative
   pollux   FILE... = Pollux trace directories: one application (…/imagenet) or their parent (…/pollux-step-times)
   authors  the SJF-BSBF authors' --ratio ratio.json and --itertime itertime.json
+  muri     FILE... = Muri-dialect traces (data/traces/muri-philly): their iteration times, and pair
+           slowdowns from Muri's interleaving model of their stage times
   profile  FILE = a sharebench profile (to re-export it with --export-authors)`
 
 // profileImportOpts are the flags of "sharebench profile import".
@@ -46,7 +49,7 @@ func newProfileImportCmd() *cobra.Command {
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&o.from, "from", "", "source: gavel, blox, pollux, authors or profile (required)")
+	fs.StringVar(&o.from, "from", "", "source: gavel, blox, pollux, authors, muri or profile (required)")
 	fs.StringVar(&o.gpu, "gpu", "", "gavel: worker type K80, P100 or V100")
 	fs.Float64Var(&o.memGiB, "mem-gib", 0, "GPU memory in GiB written as gpu_mem_bytes (default: the source's nominal value)")
 	fs.StringVar(&o.out, "out", "", "write the profile to this `file`")
@@ -59,7 +62,7 @@ func newProfileImportCmd() *cobra.Command {
 	fs.StringVar(&o.exportMap, "model-map", "", "with --export-authors: export the authors' eight models through this model-map `file` (as the traces run)")
 	fs.IntSliceVar(&o.exportGPUs, "gpu-counts", nil, "with --export-authors: the GPU `counts` to write (default with --model-map: 1,2,4,8,16,32; else those measured)")
 	required(cmd, "from")
-	completeValues(cmd, "from", "gavel", "blox", "pollux", "authors", "profile")
+	completeValues(cmd, "from", "gavel", "blox", "pollux", "authors", "muri", "profile")
 	completeValues(cmd, "gpu", "K80", "P100", "V100")
 	completeFiles(cmd, []string{"json"}, "out", "solo-from", "ratio", "itertime")
 	completeDirs(cmd, "export-authors")
@@ -147,6 +150,11 @@ func (o *profileImportOpts) run(files []string, stdout io.Writer) error {
 		}
 		cmdline = append(cmdline, "--ratio", o.ratio, "--itertime", o.itertime)
 		t, err = importAuthors(o.ratio, o.itertime)
+	case "muri":
+		if len(files) == 0 {
+			return errors.New("profile import --from muri: give one or more Muri-dialect trace files")
+		}
+		t, err = interleave.FromTraces(files)
 	case "profile":
 		if err := needFiles(1); err != nil {
 			return err
@@ -155,7 +163,7 @@ func (o *profileImportOpts) run(files []string, stdout io.Writer) error {
 	case "":
 		return usagef("profile import: --from is required")
 	default:
-		return usagef("profile import: unknown source %q (known: gavel, blox, pollux, authors, profile)", o.from)
+		return usagef("profile import: unknown source %q (known: gavel, blox, pollux, authors, muri, profile)", o.from)
 	}
 	if err != nil {
 		return err

@@ -416,6 +416,21 @@ func interleave(ks []muriKind) float64 {
 	return best * (muriOverhead[len(ks)-2] / muriAlone)
 }
 
+// GroupIterTime is the interleaving model's iteration time, in seconds, of 2 to 4 jobs sharing
+// their GPUs whose stages (data loading, GPU computation, communication) take stages seconds per
+// iteration: the time muri-s and muri-l run such a group at (the lineage's overhead for the
+// group's size included).
+func GroupIterTime(stages ...[3]float64) float64 {
+	if len(stages) < 2 || len(stages) > 4 {
+		panic(fmt.Sprintf("schedulers: GroupIterTime of %d jobs (want 2 to 4)", len(stages)))
+	}
+	ks := make([]muriKind, len(stages))
+	for k, st := range stages {
+		ks[k].stage = st
+	}
+	return interleave(ks)
+}
+
 // permute calls f with every order of ks (in place).
 func permute(ks []muriKind, k int, f func([]muriKind)) {
 	if k == len(ks) {
