@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/sharebench/sharebench/policy/builtin"
 )
 
 // Output directory names of the aggregation step inside an experiment's directory; no setting
@@ -97,6 +99,10 @@ func expand(exps []Experiment) ([]RunSpec, error) {
 					}
 					if se.MaxShare != 0 {
 						r.Cluster.MaxShare = se.MaxShare
+					} else if d := builtin.DefaultMaxShare(se.Policy); d != 2 {
+						// A policy whose own default differs from the paper's two jobs per GPU
+						// (muri-s and muri-l: Muri's packing of four) runs at its default.
+						r.Cluster.MaxShare = d
 					}
 					r.ID = fmt.Sprintf("%s/%s/%s/seed-%d", e.Name, s.Name, se.Name, seed)
 					r.Labels = map[string]string{"experiment": e.Name, "trace": s.Trace.Name}

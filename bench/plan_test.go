@@ -50,7 +50,7 @@ func TestPlanExpansion(t *testing.T) {
 	if got := Labels(); !slices.Equal(got, []string{LabelPaper, LabelSmoke}) {
 		t.Fatalf("Labels() = %v", got)
 	}
-	idRE := regexp.MustCompile(`^[A-Za-z0-9-]+/[a-z0-9.-]+/[a-z0-9-]+/seed-[0-9]+$`)
+	idRE := regexp.MustCompile(`^[A-Za-z0-9-]+/[a-z0-9._-]+/[a-z0-9-]+/seed-[0-9]+$`)
 	for _, label := range Labels() {
 		plan := Plan(label)
 		if len(plan) == 0 {
@@ -132,6 +132,10 @@ func TestPlanLabels(t *testing.T) {
 			want = []string{"tiresias", "tiresias-testbed", "sjf-ffs", "sjf-bsbf"}
 		case e.Name == "E0":
 			want = []string{"tiresias", "tiresias-entry-order", "tiresias-testbed", "sjf-bsbf"}
+		case e.Name == "E7":
+			want = []string{"srtf", "srsf", "muri-s", "tiresias", "antman", "themis", "muri-l", "sjf", "sjf-ffs", "sjf-bsbf"}
+		case e.Name == "E7-gavel":
+			want = []string{"tiresias", "sjf", "sjf-ffs", "sjf-bsbf"}
 		}
 		for _, p := range want {
 			if !names[p] {

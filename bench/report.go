@@ -126,6 +126,14 @@ func BuildReport(outRoot string, plan []RunSpec, exps []Experiment) (*Report, er
 			}
 			rep.add("e0-effects", text)
 		}
+		if e.Name == "E7" {
+			pub, fig, err := muriRegions(runs)
+			if err != nil {
+				return nil, fmt.Errorf("bench: report E7: %w", err)
+			}
+			rep.add("e7-published", pub)
+			rep.add("e7-figures", fig)
+		}
 	}
 	return rep, nil
 }
