@@ -327,11 +327,27 @@ func TestKubeCancel(t *testing.T) {
 	c := mustParse(t, kubeFakeCampaign)
 	writePods(t, filepath.Join(fk, "pods-1.json"), kpod{name: "p0", index: 0, phase: "Running"})
 	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(200*time.Millisecond, cancel)
+	defer cancel()
 	k := &Kube{Config: c.Kubernetes}
 	k.Config.Namespace, k.Config.Context = "lab", "gpu-cluster"
 	out := t.TempDir()
-	sum, err := Dispatch(ctx, c, DispatchOptions{OutDir: out, Dispatcher: k, Logger: discardLogger()})
+	type result struct {
+		sum Summary
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		sum, err := Dispatch(ctx, c, DispatchOptions{OutDir: out, Dispatcher: k, Logger: discardLogger()})
+		done <- result{sum, err}
+	}()
+	// Cancel once the job is on the cluster and followed, however slow the machine.
+	waitUntil(t, 2*time.Minute, "the dispatcher to follow its pods", func() bool {
+		calls, _ := os.ReadFile(filepath.Join(fk, "calls"))
+		return strings.Contains(string(calls), "get pods")
+	})
+	cancel()
+	res := <-done
+	sum, err := res.sum, res.err
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
