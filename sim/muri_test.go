@@ -95,7 +95,16 @@ var muriApart = map[string]map[string]muriGap{
 		"trace3_pr": {434, 1713513496, 314, -1613, 1148},
 	},
 	"themis": {
-		"trace3": {443, 2200367343, -172, 0, 493},
+		"trace3":           {443, 2200367343, -172, 0, 493},
+		"trace3_pr":        {982, 5388435350, 126494, -644, 164},
+		"trace1-centre":    {222, 83555, 0, 0, 0},
+		"trace1_pr-centre": {1494, 14115029211, 28884, -855, 2237},
+		"trace2-centre":    {2705, 17960135756, 511, -1642, 462},
+		"trace2_pr-centre": {5753, 24919753534, 84, -206, 452},
+		"trace3-centre":    {42, 27, 0, 0, 0},
+		"trace3_pr-centre": {808, 428182483, -55, -220, 230},
+		"trace4-centre":    {930, 943850597, -22, -888, -649},
+		"trace4_pr-centre": {2429, 752310133, 50, -27, -132},
 	},
 	"tiresias-gittins": {
 		"trace1_pr-plain": {1189, 11233851668, 2482, 474, -1282},
@@ -296,15 +305,12 @@ func TestMuriApartDocumented(t *testing.T) {
 	pct := func(x int64) string { return fmt.Sprintf("%+.3f%%", float64(x)/1000) }
 	for _, pol := range []string{"tiresias", "tiresias-gittins", "srtf", "srsf", "antman", "themis", "muri-s", "muri-l"} {
 		for _, name := range muriTraces {
-			for _, run := range []string{name + "-plain", name} {
+			for _, run := range []string{name + "-plain", name, name + "-centre"} {
 				g, ok := muriApart[pol][run]
 				if !ok {
 					continue
 				}
-				effects := "on"
-				if run != name {
-					effects = "off"
-				}
+				effects := map[string]string{name: "on", name + "-plain": "off", name + "-centre": "on; Muri's code around sharebench's solver"}[run]
 				fmt.Fprintf(&b, "| `%s` | %s | %s | %d | %.3f | %s | %s | %s |\n", pol, name, effects, g.jobs, float64(g.maxMS)/1000, pct(g.avg), pct(g.makespan), pct(g.p99))
 			}
 		}

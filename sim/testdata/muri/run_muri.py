@@ -3,7 +3,7 @@
 in seconds (end - submit, as Python prints the float) and its preemption count: the reference
 files of this folder (README.md).
 
-    run_muri.py MURI_SIMULATOR_DIR TRACE.csv SCHEDULE OUT.csv [--plain]
+    run_muri.py MURI_SIMULATOR_DIR TRACE.csv SCHEDULE OUT.csv [--plain] [--centre]
     run_muri.py MURI_SIMULATOR_DIR --gittins-table OUT.csv
 
 The second form writes instead the Gittins index table that Muri's parse_job_dist() computes:
@@ -12,7 +12,8 @@ every job size of the distribution, sorted, with its index as Python prints it
 
 MURI_SIMULATOR_DIR is the simulator/ folder of github.com/Rivendile/Muri, unchanged. The script
 copies it to a temporary folder, adds stub modules cvxpy and numpy (only Themis uses them; the
-other schedules never call them; for themis the script needs the real cvxpy with ECOS, README.md)
+other schedules never call them; for themis the script needs the real cvxpy with ECOS, README.md,
+or, with --centre, installs centre_cvxpy.py in its place: sharebench's solver under cvxpy's names)
 and, with --plain, switches off the two lineage effects there: the 1.015
 factor on iteration times (jobs.py) and the start overhead subtracted at every event (the
 commented-out "tmp_oh = 0" of shortest_first_sim_jobs and dlas_sim_jobs in run_sim.py, and the
@@ -51,8 +52,9 @@ def replace_once(path, old, new, within=None):
 
 
 def main():
-    args = [a for a in sys.argv[1:] if a != '--plain']
+    args = [a for a in sys.argv[1:] if a not in ('--plain', '--centre')]
     plain = '--plain' in sys.argv[1:]
+    centre = '--centre' in sys.argv[1:]
     table = len(args) == 3 and args[1] == '--gittins-table'
     if table:
         args = [args[0], '', '', args[2]]
@@ -64,7 +66,9 @@ def main():
     work = tempfile.mkdtemp(prefix='muri-')
     sim = os.path.join(work, 'simulator')
     shutil.copytree(muri, sim)
-    if schedule != 'themis':
+    if centre:
+        shutil.copy(os.path.join(HERE, 'centre_cvxpy.py'), os.path.join(sim, 'cvxpy.py'))
+    elif schedule != 'themis':
         with open(os.path.join(sim, 'cvxpy.py'), 'w') as f:
             f.write('class SolverError(Exception):\n    pass\n')
         with open(os.path.join(sim, 'numpy.py'), 'w') as f:
