@@ -8,9 +8,9 @@ import (
 )
 
 // muriThemisRuns are the references of Muri's themis (testdata/muri/README.md), with the lineage's
-// effects: "<trace>" is Muri's own run with cvxpy and ECOS (minutes to a quarter of an hour of
+// effects: "<trace>" is Muri's own run with cvxpy and ECOS (minutes to half an hour of
 // Python per trace), "<trace>-centre" Muri's code around sharebench's solver (centre_cvxpy.py).
-var muriThemisRuns = []string{"trace3", "trace3_pr",
+var muriThemisRuns = []string{"trace1", "trace3", "trace3_pr",
 	"trace1-centre", "trace1_pr-centre", "trace2-centre", "trace2_pr-centre", "trace3-centre", "trace3_pr-centre", "trace4-centre", "trace4_pr-centre"}
 
 // TestMuriThemis runs themis on Muri's traces and requires the gap to each reference to be as
