@@ -2,7 +2,6 @@ package sim
 
 import (
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -100,13 +99,5 @@ func TestMuriInterleavePublished(t *testing.T) {
 			b.WriteString("\n")
 		}
 	}
-	doc, err := os.ReadFile("../docs/simulator.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, rest, ok1 := strings.Cut(string(doc), "\n<!-- muri-published -->\n")
-	table, _, ok2 := strings.Cut(rest, "<!-- end muri-published -->")
-	if !ok1 || !ok2 || table != b.String() {
-		t.Errorf("docs/simulator.md does not show Muri's runs against the published values as measured; the table should read:\n%s", b.String())
-	}
+	checkSimulatorDoc(t, "muri-published", "show Muri's runs against the published values as measured", b.String())
 }

@@ -311,19 +311,32 @@ func TestMuriApartDocumented(t *testing.T) {
 				if !ok {
 					continue
 				}
-				effects := map[string]string{name: "on", name + "-plain": "off", name + "-centre": "on; Muri's code around sharebench's solver"}[run]
+				effects := "on"
+				switch run {
+				case name + "-plain":
+					effects = "off"
+				case name + "-centre":
+					effects = "on; Muri's code around sharebench's solver"
+				}
 				fmt.Fprintf(&b, "| `%s` | %s | %s | %d | %.3f | %s | %s | %s |\n", pol, name, effects, g.jobs, float64(g.maxMS)/1000, pct(g.avg), pct(g.makespan), pct(g.p99))
 			}
 		}
 	}
+	checkSimulatorDoc(t, "muri-apart", "list the runs apart from Muri as measured", b.String())
+}
+
+// checkSimulatorDoc requires docs/simulator.md to hold want between "<!-- marker -->" and
+// "<!-- end marker -->"; what says what the table shows.
+func checkSimulatorDoc(t *testing.T, marker, what, want string) {
+	t.Helper()
 	doc, err := os.ReadFile("../docs/simulator.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, rest, ok1 := strings.Cut(string(doc), "\n<!-- muri-apart -->\n")
-	table, _, ok2 := strings.Cut(rest, "<!-- end muri-apart -->")
-	if !ok1 || !ok2 || table != b.String() {
-		t.Errorf("docs/simulator.md does not list the runs apart from Muri as measured; the table should read:\n%s", b.String())
+	_, rest, ok1 := strings.Cut(string(doc), "\n<!-- "+marker+" -->\n")
+	table, _, ok2 := strings.Cut(rest, "<!-- end "+marker+" -->")
+	if !ok1 || !ok2 || table != want {
+		t.Errorf("docs/simulator.md does not %s; the table should read:\n%s", what, want)
 	}
 }
 
