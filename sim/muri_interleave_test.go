@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -71,6 +72,36 @@ func muriCompareMoves(r *Result, want map[trace.JobID]muriJob) (muriGap, []strin
 		jobs = append(jobs, trace.Job{ID: j.ID, Submit: j.Submit})
 	}
 	return muriCompare(r, jobs, adj)
+}
+
+// TestMuriRefuses checks that muri-s and muri-l refuse, with an error naming the cause, what the
+// interleaving model cannot run: groups of more than four jobs, and jobs without stage times.
+func TestMuriRefuses(t *testing.T) {
+	jobs := readTrace(t, "traces/muri-philly/trace3.csv")[:20]
+	bare := slices.Clone(jobs)
+	bare[3].Stages = nil
+	for _, c := range []struct {
+		name  string
+		share int
+		jobs  []trace.Job
+		want  string
+	}{
+		{"max-share 5", 5, jobs, "groups of at most 4 jobs"},
+		{"no stage times", 4, bare, "has no stage times"},
+	} {
+		for _, pol := range []string{"muri-s", "muri-l"} {
+			cfg := muriConfig("trace3", true)
+			cfg.Shape.MaxShare = c.share
+			p, err := builtin.Registry().New(pol)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = Run(context.Background(), cfg, c.jobs, p, nil, nil)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("%s, %s: error %v, want one saying %q", pol, c.name, err, c.want)
+			}
+		}
+	}
 }
 
 // TestMuriInterleavePublished measures Muri's own runs (the per-job references, which sharebench

@@ -1,6 +1,9 @@
 package schedulers
 
-import "math"
+import (
+	"fmt"
+	"math"
+)
 
 // blossom is the maximum-weight matching of a general graph that the Muri simulator forms its
 // groups with (Rivendile/Muri, simulator/matching.py _Blossom_Same): the classic O(n³)
@@ -11,78 +14,117 @@ import "math"
 //
 // Vertices are 1..n; 0 means none. Blossoms take the ids n+1..nx. A vertex's mate, match[x], is
 // the far end of the edge that matches it.
+//
+// Muri-S and Muri-L match up to 256 jobs at every event, so this form keeps its arrays from call
+// to call, scans a vertex's edges in a dense matrix of doubled weights, keeps the slack of each
+// slack edge (computed again when the labels change), and offers a blossom one edge per scanned
+// vertex rather than one per vertex inside it. Every comparison is the one matching.py makes, on
+// the same floating-point values: TestBlossomReference holds it, mate for mate, to the
+// line-by-line port it came from (matching_ref_test.go).
 type blossom struct {
 	n, nx      int
-	edge       [][]bEdge // edge[u][v]: the edge between u and v (blossoms: the best one into them)
+	stride     int       // ids 0..stride-1: the vertices, then room for every blossom
+	edge       []bEdge   // edge[u*stride+v]: the edge between u and v (blossoms: the best one into them)
+	w2         []float64 // w2[u*(n+1)+v]: twice the weight of the edge between vertices u and v
 	lab        []float64 // dual labels
 	match      []int
-	slack      []int // slack[x]: the vertex with the least slack edge to blossom x
-	st         []int // st[x]: the outermost blossom holding x
+	slack      []int     // slack[x]: the vertex with the least slack edge to blossom x
+	slackD     []float64 // slackD[x]: that edge's slack under the current labels
+	st         []int     // st[x]: the outermost blossom holding x
 	pa         []int
 	side       []int // S in matching.py: 0 even, 1 odd, -1 unlabelled
 	vis        []int
-	flower     [][]int // a blossom's sub-blossoms, around its cycle from its base
-	flowerFrom [][]int // flowerFrom[b][x]: the sub-blossom of b holding vertex x
-	q          []int
+	flower     [][]int   // a blossom's sub-blossoms, around its cycle from its base
+	flowerFrom []int     // flowerFrom[b*(n+1)+x]: the sub-blossom of b holding vertex x
+	distBl     []float64 // addBlossom's scratch: the slack of the new blossom's edge from each id
+	offered    []int     // offered[x] == scan: blossom x's edge from the vertex being scanned is offered
+	scan       int
+	q, fifo    []int
 	t          int
 }
 
 // bEdge is an edge with its original end points.
 type bEdge struct {
-	u, v int
+	u, v int32
 	w    float64
 }
 
 // maxWeightMatching returns the mates of vertices 1..n (0: single) of the graph of weights w
-// (w[u][v] for 1 ≤ u, v ≤ n; 0 or less: no edge). Weights need not be symmetric: the lineage
-// computes each direction itself.
+// (w[u][v] for 1 ≤ u, v ≤ n; 0 or less: no edge), valid until the next call. Weights need not be
+// symmetric: the lineage computes each direction itself.
 func (b *blossom) maxWeightMatching(n int, w func(u, v int) float64) []int {
-	b.n, b.nx, b.t = n, n, 0
-	b.edge = b.edge[:0]
+	n1, s := n+1, 2*n+2 // blossoms take ids up to 2n+1
+	b.n, b.nx, b.t, b.stride = n, n, 0, s
+	b.edge = resize(b.edge, s*s)
+	b.w2 = resize(b.w2, n1*n1)
 	edges := 0
 	wmax := 0.0
-	// Blossoms take ids up to 2n: rows have room for them, so that forming one appends in place.
-	for u := 0; u <= n; u++ {
-		row := make([]bEdge, n+1, 2*n+2)
-		for v := range row {
-			row[v] = bEdge{u: u, v: v}
+	for u := range n1 {
+		for v := range n1 {
+			e := bEdge{u: int32(u), v: int32(v)}
 			if u > 0 && v > 0 && u != v {
-				row[v].w = w(u, v)
-				if row[v].w > 0 {
+				e.w = w(u, v)
+				if e.w > 0 {
 					edges++
 				} else {
-					row[v].w = 0
+					e.w = 0
 				}
 			}
 			if u > 0 && v > 0 {
-				wmax = max(wmax, row[v].w)
+				wmax = max(wmax, e.w)
 			}
+			b.edge[u*s+v] = e
+			b.w2[u*n1+v] = e.w * 2.0
 		}
-		b.edge = append(b.edge, row)
 	}
-	b.vis = make([]int, n+1)
-	b.match = make([]int, n+1)
+	b.vis = resize(b.vis, s)
+	b.match = resize(b.match, s)
+	clear(b.vis[:n1])
+	clear(b.match[:n1])
 	if edges == 0 {
-		return b.match
+		return b.match[:n1]
 	}
-	b.pa = make([]int, n+1)
-	b.st = make([]int, n+1)
-	b.flower = make([][]int, n+1)
-	b.flowerFrom = make([][]int, n+1)
-	b.lab = make([]float64, n+1)
-	for u := range n + 1 {
+	b.pa = resize(b.pa, s)
+	b.st = resize(b.st, s)
+	b.lab = resize(b.lab, s)
+	b.side = resize(b.side, s)
+	b.slack = resize(b.slack, s)
+	b.slackD = resize(b.slackD, s)
+	b.distBl = resize(b.distBl, s)
+	b.offered = resize(b.offered, s)
+	clear(b.offered)
+	b.scan = 0
+	b.flower = resize(b.flower, s)
+	b.flowerFrom = resize(b.flowerFrom, s*n1)
+	clear(b.pa[:n1])
+	clear(b.flowerFrom[:n1*n1])
+	for u := range n1 {
 		b.st[u] = u
-		b.flowerFrom[u] = make([]int, n+1, 2*n+2)
-		b.flowerFrom[u][u] = u
+		b.flower[u] = b.flower[u][:0]
+		b.flowerFrom[u*n1+u] = u
 		b.lab[u] = wmax
 	}
 	for b.augmentOnce() {
 	}
-	return b.match
+	return b.match[:n1]
 }
 
+// resize returns s with length n, reusing its array when it is large enough.
+func resize[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
+}
+
+// at is the edge between ids u and v.
+func (b *blossom) at(u, v int) *bEdge { return &b.edge[u*b.stride+v] }
+
+// from is flowerFrom[bl][x].
+func (b *blossom) from(bl, x int) *int { return &b.flowerFrom[bl*(b.n+1)+x] }
+
 // dist is the slack of edge e.
-func (b *blossom) dist(e bEdge) float64 { return b.lab[e.u] + b.lab[e.v] - e.w*2.0 }
+func (b *blossom) dist(e *bEdge) float64 { return b.lab[e.u] + b.lab[e.v] - e.w*2.0 }
 
 // notAbove is matching.py's my_cmp(x, y) <= 0: x ≤ y, or x within a relative 1e-5 of y.
 func notAbove(x, y float64) bool { return x <= y || isClose(x, y, 1e-5) }
@@ -98,32 +140,33 @@ func isClose(a, b, rel float64) bool {
 	return math.Abs(a-b) <= rel*max(math.Abs(a), math.Abs(b))
 }
 
-func (b *blossom) updateSlack(u, x int) {
-	if b.slack[x] == 0 || b.dist(b.edge[u][x]) < b.dist(b.edge[b.slack[x]][x]) {
-		b.slack[x] = u
+// offerSlack makes u the slack vertex of x if x has none or u's edge to x, of slack d, is tighter.
+func (b *blossom) offerSlack(u, x int, d float64) {
+	if b.slack[x] == 0 || d < b.slackD[x] {
+		b.slack[x], b.slackD[x] = u, d
 	}
 }
 
 func (b *blossom) setSlack(x int) {
 	b.slack[x] = 0
 	for u := 1; u <= b.n; u++ {
-		if b.edge[u][x].w > 0 && b.st[u] != x && b.side[b.st[u]] == 0 {
-			b.updateSlack(u, x)
+		if e := b.at(u, x); e.w > 0 && b.st[u] != x && b.side[b.st[u]] == 0 {
+			b.offerSlack(u, x, b.dist(e))
 		}
 	}
 }
 
 // qPush queues the vertices of blossom x, breadth first as matching.py does.
 func (b *blossom) qPush(x int) {
-	fifo := []int{x}
-	for len(fifo) > 0 {
-		x, fifo = fifo[0], fifo[1:]
-		if x <= b.n {
+	fifo := append(b.fifo[:0], x)
+	for k := 0; k < len(fifo); k++ {
+		if x := fifo[k]; x <= b.n {
 			b.q = append(b.q, x)
 		} else {
 			fifo = append(fifo, b.flower[x]...)
 		}
 	}
+	b.fifo = fifo
 }
 
 // setSt makes blossom bl the outermost blossom of x and everything inside it. Like matching.py,
@@ -173,12 +216,12 @@ func (b *blossom) setMatch(u, v int) {
 		p := fifo[0]
 		fifo = fifo[1:]
 		u, v := p.u, p.v
-		b.match[u] = b.edge[u][v].v
+		e := b.at(u, v)
+		b.match[u] = int(e.v)
 		if u <= b.n {
 			continue
 		}
-		e := b.edge[u][v]
-		xr := b.flowerFrom[u][e.u]
+		xr := *b.from(u, int(e.u))
 		pr := b.getPr(u, xr)
 		f := b.flower[u]
 		for i := range pr {
@@ -222,33 +265,29 @@ func (b *blossom) lca(u, v int) int {
 
 // addBlossom shrinks the odd cycle through u, lca and v into a new blossom.
 func (b *blossom) addBlossom(u, lca, v int) {
+	s, n1 := b.stride, b.n+1
 	bl := b.n + 1
 	for bl <= b.nx && b.st[bl] != 0 {
 		bl++
 	}
 	if bl > b.nx {
+		if bl >= s {
+			panic(fmt.Sprintf("schedulers: blossom: id %d past the %d a graph of %d vertices needs", bl, s-1, b.n))
+		}
 		b.nx++
-		b.flower = append(b.flower, []int{lca})
-		b.match = append(b.match, b.match[lca])
-		for x := range b.edge {
-			b.edge[x] = append(b.edge[x], bEdge{})
+		for x := range bl {
+			b.edge[x*s+bl] = bEdge{}
 		}
-		b.edge = append(b.edge, make([]bEdge, bl+1))
-		b.st = append(b.st, bl)
-		for x := range b.flowerFrom {
-			b.flowerFrom[x] = append(b.flowerFrom[x], 0)
-		}
-		b.flowerFrom = append(b.flowerFrom, make([]int, bl+1))
-		b.side = append(b.side, 0)
-		b.slack = append(b.slack, 0)
-		b.pa = append(b.pa, 0)
-		b.vis = append(b.vis, 0)
-		b.lab = append(b.lab, 0)
+		clear(b.edge[bl*s : bl*s+bl+1])
+		clear(b.flowerFrom[bl*n1 : bl*n1+n1])
+		b.st[bl] = bl
+		b.side[bl], b.slack[bl], b.pa[bl], b.vis[bl] = 0, 0, 0, 0
 	} else {
-		b.lab[bl], b.side[bl] = 0, 0
-		b.match[bl] = b.match[lca]
-		b.flower[bl] = []int{lca}
+		b.side[bl] = 0
 	}
+	b.lab[bl] = 0
+	b.match[bl] = b.match[lca]
+	b.flower[bl] = append(b.flower[bl][:0], lca)
 	for x := u; x != lca; {
 		y := b.st[b.match[x]]
 		b.flower[bl] = append(b.flower[bl], x, y)
@@ -263,25 +302,33 @@ func (b *blossom) addBlossom(u, lca, v int) {
 		x = b.st[b.pa[y]]
 	}
 	b.setSt(bl, bl)
+	row := b.edge[bl*s : bl*s+s]
 	for x := 1; x <= b.nx; x++ {
-		b.edge[bl][x].w = 0
-		b.edge[x][bl].w = 0
+		row[x].w = 0
+		b.edge[x*s+bl].w = 0
 	}
-	for x := 1; x <= b.n; x++ {
-		b.flowerFrom[bl][x] = 0
-	}
+	clear(b.flowerFrom[bl*n1+1 : bl*n1+n1])
+	// The best edge into bl from each x: dists[x] is the slack of row[x] once it has one.
+	dists := b.distBl
 	for _, xs := range b.flower[bl] {
+		sub := b.edge[xs*s : xs*s+s]
 		for x := 1; x <= b.nx; x++ {
-			if b.edge[bl][x].w <= 0 || b.dist(b.edge[xs][x]) < b.dist(b.edge[bl][x]) {
-				b.edge[bl][x] = b.edge[xs][x]
-				b.edge[x][bl] = b.edge[x][xs]
+			if row[x].w <= 0 || b.dist(&sub[x]) < dists[x] {
+				row[x] = sub[x]
+				b.edge[x*s+bl] = b.edge[x*s+xs]
+				dists[x] = b.dist(&row[x]) // after both writes: for x == bl the second is row[x]
 			}
 		}
-		for x := 1; x <= b.n; x++ {
-			if b.flowerFrom[xs][x] != 0 {
-				b.flowerFrom[bl][x] = xs
+		// flowerFrom[xs] is not 0 at exactly the vertices inside xs.
+		inside := append(b.fifo[:0], xs)
+		for k := 0; k < len(inside); k++ {
+			if y := inside[k]; y <= b.n {
+				*b.from(bl, y) = xs
+			} else {
+				inside = append(inside, b.flower[y]...)
 			}
 		}
+		b.fifo = inside
 	}
 	b.setSlack(bl)
 }
@@ -291,12 +338,12 @@ func (b *blossom) expandBlossom(bl int) {
 	for _, i := range b.flower[bl] {
 		b.setSt(i, i)
 	}
-	xr := b.flowerFrom[bl][b.edge[bl][b.pa[bl]].u]
+	xr := *b.from(bl, int(b.at(bl, b.pa[bl]).u))
 	pr := b.getPr(bl, xr)
 	f := b.flower[bl]
 	for i := 0; i < pr; i += 2 {
 		xs, xns := f[i], f[i+1]
-		b.pa[xs] = b.edge[xns][xs].u
+		b.pa[xs] = int(b.at(xns, xs).u)
 		b.side[xs], b.side[xns] = 1, 0
 		b.slack[xs] = 0
 		b.setSlack(xns)
@@ -316,7 +363,7 @@ func (b *blossom) onFoundEdge(e bEdge) bool {
 	u, v := b.st[e.u], b.st[e.v]
 	switch b.side[v] {
 	case -1:
-		b.pa[v] = e.u
+		b.pa[v] = int(e.u)
 		b.side[v] = 1
 		nu := b.st[b.match[v]]
 		b.slack[v], b.slack[nu], b.side[nu] = 0, 0, 0
@@ -333,13 +380,51 @@ func (b *blossom) onFoundEdge(e bEdge) bool {
 	return false
 }
 
+// scanFrom looks at every edge of vertex u, an even vertex: it takes a tight edge to another
+// blossom, reporting whether that augmented the matching, and offers any other as slack.
+func (b *blossom) scanFrom(u int) bool {
+	n1 := b.n + 1
+	w2 := b.w2[u*n1 : u*n1+n1]
+	st, lab := b.st[:len(w2)], b.lab[:len(w2)]
+	slack, slackD, offered := b.slack, b.slackD, b.offered
+	su, lu := st[u], lab[u]
+	// A blossom's edge from u is one, whichever of its vertices leads to it: it is offered once,
+	// until a tight edge changes the blossoms.
+	b.scan++
+	for v := 1; v < len(w2); v++ {
+		x := st[v]
+		if w2[v] <= 0 || x == su {
+			continue
+		}
+		// The slack of the edge between vertices u and v, as dist computes it.
+		d := lu + lab[v] - w2[v]
+		if d <= 0 {
+			if b.onFoundEdge(*b.at(u, v)) {
+				return true
+			}
+			su = st[u]
+			b.scan++
+			continue
+		}
+		if x != v {
+			if offered[x] == b.scan {
+				continue
+			}
+			offered[x] = b.scan
+			d = b.dist(b.at(u, x))
+		}
+		if slack[x] == 0 || d < slackD[x] {
+			slack[x], slackD[x] = u, d
+		}
+	}
+	return false
+}
+
 // augmentOnce grows alternating trees from the single vertices, adjusting labels, until it finds
 // an augmenting path worth taking (true) or none is left (false).
 func (b *blossom) augmentOnce() bool {
-	b.side = make([]int, b.nx+1)
-	b.slack = make([]int, b.nx+1)
-	for x := range b.side {
-		b.side[x] = -1
+	for x := range b.nx + 1 {
+		b.side[x], b.slack[x] = -1, 0
 	}
 	b.q = b.q[:0]
 	for x := 1; x <= b.nx; x++ {
@@ -359,16 +444,8 @@ func (b *blossom) augmentOnce() bool {
 			if b.side[b.st[u]] == 1 {
 				continue
 			}
-			for v := 1; v <= b.n; v++ {
-				if b.edge[u][v].w > 0 && b.st[u] != b.st[v] {
-					if b.dist(b.edge[u][v]) <= 0 {
-						if b.onFoundEdge(b.edge[u][v]) {
-							return true
-						}
-					} else {
-						b.updateSlack(u, b.st[v])
-					}
-				}
+			if b.scanFrom(u) {
+				return true
 			}
 		}
 		d := math.Inf(1)
@@ -381,9 +458,9 @@ func (b *blossom) augmentOnce() bool {
 			if b.st[x] == x && b.slack[x] != 0 {
 				switch b.side[x] {
 				case -1:
-					d = min(d, b.dist(b.edge[b.slack[x]][x]))
+					d = min(d, b.slackD[x])
 				case 0:
-					d = min(d, b.dist(b.edge[b.slack[x]][x])/2.0)
+					d = min(d, b.slackD[x]/2.0)
 				}
 			}
 		}
@@ -408,11 +485,16 @@ func (b *blossom) augmentOnce() bool {
 				}
 			}
 		}
+		for x := 1; x <= b.nx; x++ {
+			if b.slack[x] != 0 {
+				b.slackD[x] = b.dist(b.at(b.slack[x], x))
+			}
+		}
 		b.q = b.q[:0]
 		// Blossoms this loop forms are not visited (Python's range is fixed at its start).
 		for x, nx := 1, b.nx; x <= nx; x++ {
-			if b.st[x] == x && b.slack[x] != 0 && b.st[b.slack[x]] != x && b.dist(b.edge[b.slack[x]][x]) <= 0 {
-				if b.onFoundEdge(b.edge[b.slack[x]][x]) {
+			if b.st[x] == x && b.slack[x] != 0 && b.st[b.slack[x]] != x && b.slackD[x] <= 0 {
+				if b.onFoundEdge(*b.at(b.slack[x], x)) {
 					return true
 				}
 			}

@@ -89,3 +89,116 @@ func TestInterleave(t *testing.T) {
 		t.Errorf("interleave depends on the order: %g and %g", x, y)
 	}
 }
+
+// TestBlossomReference holds the matching to the line-by-line port of matching.py it was made
+// fast from (blossomRef): the same mates on random graphs of up to 120 vertices, one after
+// another on the same value as Muri calls it, of every kind Muri builds: many equal weights,
+// weights that differ by one direction's rounding, edges missing, and the weights of real
+// interleaving groups.
+func TestBlossomReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	var fast blossom
+	var ref blossomRef
+	cases := 600
+	if testing.Short() {
+		cases = 150
+	}
+	for c := range cases {
+		n := 1 + rng.IntN(40)
+		if c%10 == 0 {
+			n = 60 + rng.IntN(60)
+		}
+		w := randomWeights(rng, n, c%4)
+		f := func(u, v int) float64 { return w[u][v] }
+		want := ref.maxWeightMatching(n, f)
+		got := fast.maxWeightMatching(n, f)
+		for u := 1; u <= n; u++ {
+			if got[u] != want[u] {
+				t.Fatalf("case %d (n=%d, form %d): vertex %d matched to %d, the reference matches it to %d", c, n, c%4, u, got[u], want[u])
+			}
+		}
+	}
+}
+
+// randomWeights draws the weights of a graph of n vertices in one of four forms: 0, a few
+// distinct values with many ties; 1, those values with some edges missing; 2, distinct values
+// whose two directions differ in the last bits; 3, the used ratios of pairs of jobs of a few
+// random kinds, as Muri weighs them.
+func randomWeights(rng *rand.Rand, n, form int) [][]float64 {
+	w := make([][]float64, n+1)
+	for u := range w {
+		w[u] = make([]float64, n+1)
+	}
+	var kinds []muriKind
+	kind := make([]int, n+1)
+	if form == 3 {
+		for range 1 + rng.IntN(6) {
+			kinds = append(kinds, muriKind{stage: [3]float64{float64(rng.IntN(200)), float64(1 + rng.IntN(200)), float64(rng.IntN(50))}})
+		}
+		for u := range kind {
+			kind[u] = rng.IntN(len(kinds))
+		}
+	}
+	density := 0.3 + 0.7*rng.Float64()
+	for u := 1; u <= n; u++ {
+		for v := u + 1; v <= n; v++ {
+			switch form {
+			case 0, 1:
+				if form == 1 && rng.Float64() > density {
+					continue
+				}
+				x := float64(1+rng.IntN(6)) / 7
+				w[u][v], w[v][u] = x, x
+			case 2:
+				x := rng.Float64()
+				w[u][v], w[v][u] = x, x*(1+float64(rng.IntN(3)-1)*1e-15)
+			case 3:
+				a, b := kinds[kind[u]], kinds[kind[v]]
+				w[u][v] = usedRatioOf(a, b)
+				w[v][u] = usedRatioOf(b, a)
+			}
+		}
+	}
+	return w
+}
+
+// usedRatioOf is the weight Muri gives a pair of jobs of kinds a and b.
+func usedRatioOf(a, b muriKind) float64 {
+	used := 0.0
+	for _, k := range []muriKind{a, b} {
+		used += k.stage[0] + k.stage[1] + k.stage[2]
+	}
+	return used / (interleave([]muriKind{a, b}) * 4)
+}
+
+// BenchmarkBlossom matches 256 jobs of 12 kinds, the largest graph Muri-S and Muri-L build on
+// 8x8 GPUs (four jobs to a GPU).
+func BenchmarkBlossom(b *testing.B) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	const n, kinds = 256, 12
+	var ws [][][]float64
+	for range 4 {
+		ks := make([]muriKind, kinds)
+		for k := range ks {
+			ks[k].stage = [3]float64{float64(rng.IntN(200)), float64(1 + rng.IntN(200)), float64(rng.IntN(50))}
+		}
+		kind := make([]int, n+1)
+		for u := range kind {
+			kind[u] = rng.IntN(kinds)
+		}
+		w := make([][]float64, n+1)
+		for u := range w {
+			w[u] = make([]float64, n+1)
+			for v := range w[u] {
+				w[u][v] = usedRatioOf(ks[kind[u]], ks[kind[v]])
+			}
+		}
+		ws = append(ws, w)
+	}
+	var m blossom
+	for b.Loop() {
+		for _, w := range ws {
+			m.maxWeightMatching(n, func(u, v int) float64 { return w[u][v] })
+		}
+	}
+}

@@ -3,6 +3,7 @@ package schedulers
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -150,6 +151,9 @@ func (m *Muri) Schedule(s *policy.State) (policy.Plan, error) {
 	slices.SortStableFunc(m.list, func(a, b int32) int { return cmpFloat(m.keys[a], m.keys[b]) })
 
 	sh := s.Cluster.Shape()
+	if sh.MaxShare > len(muriOverhead)+1 {
+		return plan, fmt.Errorf("policy %s: max-share %d: the interleaving model runs groups of at most %d jobs", m.name, sh.MaxShare, len(muriOverhead)+1)
+	}
 	total, most := sh.Nodes*sh.GPUsPerNode, max(1, sh.MaxShare)
 	sizes := m.choose(s, sh.Nodes, sh.GPUsPerNode, most)
 	required := 0
@@ -266,11 +270,39 @@ func (m *Muri) pairRound(sizes []muriSize, required, total, most int) ([]muriSiz
 	var rs []ready
 	for k, sz := range sizes {
 		packs := sz.packs
-		mates := m.match.maxWeightMatching(len(packs), func(u, v int) float64 {
-			if len(packs[u-1].jobs)+len(packs[v-1].jobs) > most {
-				return 0
+		// The weight of two groups depends on their kinds alone: it is worked out once for
+		// each two classes of groups with the same kinds in the same order.
+		class := make([]int, len(packs))
+		var first []int // a group of each class
+		seen := map[[4]int32]int{}
+		for p, pk := range packs {
+			key := [4]int32{-1, -1, -1, -1}
+			for j, i := range pk.jobs {
+				key[j] = m.kind[i]
 			}
-			return m.usedRatio(packs[u-1].jobs, packs[v-1].jobs)
+			c, ok := seen[key]
+			if !ok {
+				c = len(first)
+				seen[key] = c
+				first = append(first, p)
+			}
+			class[p] = c
+		}
+		nc := len(first)
+		weight := make([]float64, nc*nc)
+		for c := range weight {
+			weight[c] = math.NaN()
+		}
+		mates := m.match.maxWeightMatching(len(packs), func(u, v int) float64 {
+			w := &weight[class[u-1]*nc+class[v-1]]
+			if math.IsNaN(*w) {
+				a, b := packs[first[class[u-1]]].jobs, packs[first[class[v-1]]].jobs
+				*w = 0
+				if len(a)+len(b) <= most {
+					*w = m.usedRatio(a, b)
+				}
+			}
+			return *w
 		})
 		for u := 1; u <= len(packs); u++ {
 			switch v := mates[u]; {
