@@ -29,7 +29,7 @@ type blossom struct {
 	lab        []float64 // dual labels
 	match      []int
 	slack      []int     // slack[x]: the vertex with the least slack edge to blossom x
-	slackD     []float64 // slackD[x]: that edge's slack under the current labels
+	slackD     []float64 // slackD[x]: that edge's slack under the current labels (+Inf: none)
 	st         []int     // st[x]: the outermost blossom holding x
 	pa         []int
 	side       []int // S in matching.py: 0 even, 1 odd, -1 unlabelled
@@ -39,6 +39,7 @@ type blossom struct {
 	distBl     []float64 // addBlossom's scratch: the slack of the new blossom's edge from each id
 	offered    []int     // offered[x] == scan: blossom x's edge from the vertex being scanned is offered
 	scan       int
+	complete   bool // every two vertices have an edge (scanFrom's quietScan applies)
 	q, fifo    []int
 	t          int
 }
@@ -53,7 +54,9 @@ type bEdge struct {
 // (w[u][v] for 1 ≤ u, v ≤ n; 0 or less: no edge), valid until the next call. Weights need not be
 // symmetric: the lineage computes each direction itself.
 func (b *blossom) maxWeightMatching(n int, w func(u, v int) float64) []int {
-	n1, s := n+1, 2*n+2 // blossoms take ids up to 2n+1
+	// At most (n-1)/2 blossoms live at once (each holds three or more), and a new one takes the
+	// lowest free id: ids stay below n+n/2+2.
+	n1, s := n+1, n+n/2+2
 	b.n, b.nx, b.t, b.stride = n, n, 0, s
 	b.edge = resize(b.edge, s*s)
 	b.w2 = resize(b.w2, n1*n1)
@@ -77,6 +80,7 @@ func (b *blossom) maxWeightMatching(n int, w func(u, v int) float64) []int {
 			b.w2[u*n1+v] = e.w * 2.0
 		}
 	}
+	b.complete = edges == n*(n-1)
 	b.vis = resize(b.vis, s)
 	b.match = resize(b.match, s)
 	clear(b.vis[:n1])
@@ -142,13 +146,16 @@ func isClose(a, b, rel float64) bool {
 
 // offerSlack makes u the slack vertex of x if x has none or u's edge to x, of slack d, is tighter.
 func (b *blossom) offerSlack(u, x int, d float64) {
-	if b.slack[x] == 0 || d < b.slackD[x] {
+	if d < b.slackD[x] {
 		b.slack[x], b.slackD[x] = u, d
 	}
 }
 
+// noSlack marks that blossom x has no slack edge.
+func (b *blossom) noSlack(x int) { b.slack[x], b.slackD[x] = 0, math.Inf(1) }
+
 func (b *blossom) setSlack(x int) {
-	b.slack[x] = 0
+	b.noSlack(x)
 	for u := 1; u <= b.n; u++ {
 		if e := b.at(u, x); e.w > 0 && b.st[u] != x && b.side[b.st[u]] == 0 {
 			b.offerSlack(u, x, b.dist(e))
@@ -281,7 +288,8 @@ func (b *blossom) addBlossom(u, lca, v int) {
 		clear(b.edge[bl*s : bl*s+bl+1])
 		clear(b.flowerFrom[bl*n1 : bl*n1+n1])
 		b.st[bl] = bl
-		b.side[bl], b.slack[bl], b.pa[bl], b.vis[bl] = 0, 0, 0, 0
+		b.side[bl], b.pa[bl], b.vis[bl] = 0, 0, 0
+		b.noSlack(bl)
 	} else {
 		b.side[bl] = 0
 	}
@@ -345,7 +353,7 @@ func (b *blossom) expandBlossom(bl int) {
 		xs, xns := f[i], f[i+1]
 		b.pa[xs] = int(b.at(xns, xs).u)
 		b.side[xs], b.side[xns] = 1, 0
-		b.slack[xs] = 0
+		b.noSlack(xs)
 		b.setSlack(xns)
 		b.qPush(xns)
 	}
@@ -366,7 +374,9 @@ func (b *blossom) onFoundEdge(e bEdge) bool {
 		b.pa[v] = int(e.u)
 		b.side[v] = 1
 		nu := b.st[b.match[v]]
-		b.slack[v], b.slack[nu], b.side[nu] = 0, 0, 0
+		b.noSlack(v)
+		b.noSlack(nu)
+		b.side[nu] = 0
 		b.qPush(nu)
 	case 0:
 		lca := b.lca(u, v)
@@ -391,7 +401,14 @@ func (b *blossom) scanFrom(u int) bool {
 	// A blossom's edge from u is one, whichever of its vertices leads to it: it is offered once,
 	// until a tight edge changes the blossoms.
 	b.scan++
-	for v := 1; v < len(w2); v++ {
+	v := 1
+	if b.complete {
+		v = b.quietScan(u, su, lu, w2, st, lab)
+		if v == len(w2) {
+			return false
+		}
+	}
+	for ; v < len(w2); v++ {
 		x := st[v]
 		if w2[v] <= 0 || x == su {
 			continue
@@ -413,18 +430,48 @@ func (b *blossom) scanFrom(u int) bool {
 			offered[x] = b.scan
 			d = b.dist(b.at(u, x))
 		}
-		if slack[x] == 0 || d < slackD[x] {
+		if d < slackD[x] {
 			slack[x], slackD[x] = u, d
 		}
 	}
 	return false
 }
 
+// quietScan does scanFrom's work, for u in blossom su with label lu, when every two vertices have
+// an edge, up to u's first tight edge to another blossom that is not odd (a tight edge to an odd
+// blossom changes nothing), and returns where that edge leads (n+1 if nowhere). Up to there, offers
+// are all that happens, and their order does not matter. Each vertex is offered its edge from u,
+// and each blossom but su its best edge from u, at once: an offer scanFrom would not make, to a
+// vertex or blossom inside a blossom, or would make later, to one that the tight edge then puts
+// inside a blossom, labels odd or labels even (which clears its slack), leaves a slack that
+// nothing reads before it is cleared or the stage ends.
+func (b *blossom) quietScan(u, su int, lu float64, w2 []float64, st []int, lab []float64) int {
+	slack, slackD, side := b.slack[:len(w2)], b.slackD[:len(w2)], b.side
+	v := 1
+	for ; v < len(w2); v++ {
+		d := lu + lab[v] - w2[v]
+		if d <= 0 && st[v] != su && side[st[v]] != 1 {
+			break
+		}
+		if d < slackD[v] && v != u {
+			slack[v], slackD[v] = u, d
+		}
+	}
+	for x := b.n + 1; x <= b.nx; x++ {
+		if b.st[x] == x && x != su {
+			b.offerSlack(u, x, b.dist(b.at(u, x)))
+			b.offered[x] = b.scan
+		}
+	}
+	return v
+}
+
 // augmentOnce grows alternating trees from the single vertices, adjusting labels, until it finds
 // an augmenting path worth taking (true) or none is left (false).
 func (b *blossom) augmentOnce() bool {
 	for x := range b.nx + 1 {
-		b.side[x], b.slack[x] = -1, 0
+		b.side[x] = -1
+		b.noSlack(x)
 	}
 	b.q = b.q[:0]
 	for x := 1; x <= b.nx; x++ {
