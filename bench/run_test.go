@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -154,6 +155,27 @@ func TestSweepCancel(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(plan[0].Dir(out), FailureFile)); err == nil {
 		t.Error("a cancelled run was recorded as failed")
+	}
+}
+
+// TestStartOrder checks that a sweep starts the runs of the largest traces first, in plan order
+// among equals: trace files by their size, generated traces by their jobs.
+func TestStartOrder(t *testing.T) {
+	env := testEnv(t)
+	needData(t, env)
+	in := NewInputs(env)
+	runs := []RunSpec{
+		{Trace: TraceSpec{Gen: &GenSpec{Jobs: 10}}},
+		{Trace: TraceSpec{File: "data:traces/muri-philly/trace3.csv"}},
+		{Trace: TraceSpec{Gen: &GenSpec{Jobs: 500}}},
+		{Trace: TraceSpec{File: "data:traces/muri-philly/trace2.csv"}},
+		{Trace: TraceSpec{Gen: &GenSpec{Jobs: 10}}},
+		{Trace: TraceSpec{File: "data:traces/none-such.csv"}},
+	}
+	// trace2 (374 kB) > trace3 (64 kB) > 500 generated jobs (50 kB) > 10 > a missing file.
+	want := []int{3, 1, 2, 0, 4, 5}
+	if got := startOrder(in, runs); !slices.Equal(got, want) {
+		t.Errorf("start order %v, want %v", got, want)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
 	"slices"
 	"strings"
@@ -52,7 +53,7 @@ func Sweep(ctx context.Context, in *Inputs, runs []RunSpec, outRoot string, opt 
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(n)
 	in.memo.add(runs)
-	for i := range runs {
+	for _, i := range startOrder(in, runs) {
 		r := &runs[i]
 		g.Go(func() error {
 			defer in.memo.done(r)
@@ -75,6 +76,32 @@ func Sweep(ctx context.Context, in *Inputs, runs []RunSpec, outRoot string, opt 
 		return out, fmt.Errorf("bench: sweep interrupted: %w", err)
 	}
 	return out, nil
+}
+
+// startOrder is the order in which Sweep starts runs: largest trace first (in bytes of its file,
+// or about 100 bytes per generated job), plan order among equals. A run takes time roughly with
+// its trace, and a long run started last would run alone at the end of the sweep.
+func startOrder(in *Inputs, runs []RunSpec) []int {
+	size := make([]int64, len(runs))
+	for i := range runs {
+		t := &runs[i].Trace
+		switch {
+		case t.Gen != nil:
+			size[i] = int64(t.Gen.Jobs) * 100
+		case t.File != "":
+			if p, err := in.env.Path(t.File); err == nil {
+				if fi, err := os.Stat(p); err == nil {
+					size[i] = fi.Size()
+				}
+			}
+		}
+	}
+	order := make([]int, len(runs))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(size[b], size[a]) })
+	return order
 }
 
 // runOne executes r with an optional time limit; a run that exceeds it is recorded as failed.
