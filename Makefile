@@ -36,8 +36,8 @@ lint: ## go vet and gofmt
 	$(GO) vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
-bench: ## Go benchmarks: the engine, the trace readers, an external policy's cost per decision, and "simulate" on trace2, the Philly table as E3 runs it and 10^4-10^6 synthetic jobs (long)
-	$(GO) test -run '^$$' -bench . -benchmem -count 1 -timeout 90m ./sim/ ./trace/ ./policy/external/ ./cmd/sharebench/
+bench: ## Go benchmarks: the engine (trace2 per policy, Muri-S and Muri-L on trace4), the blossom matching, the trace readers, an external policy's cost per decision, and "simulate" on trace2, the Philly table as E3 runs it and 10^4-10^6 synthetic jobs (long)
+	$(GO) test -run '^$$' -bench . -benchmem -count 1 -timeout 90m ./sim/ ./trace/ ./policy/external/ ./policy/schedulers/ ./cmd/sharebench/
 
 pgo: ## regenerate cmd/sharebench/default.pgo, the CPU profile "go build" optimizes sharebench with: trace2 per policy, the Philly table as E3 runs it, 10^5 synthetic jobs at load 0.9 (a few minutes)
 	mkdir -p bin

@@ -64,3 +64,27 @@ func BenchmarkTrace2Gavel(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkMuriInterleave replays Muri's trace4 (2,638 jobs) under muri-s and muri-l with the
+// lineage's flags: the slowest runs of Muri's study, nearly all of it the blossom matching that
+// forms the groups at every event.
+func BenchmarkMuriInterleave(b *testing.B) {
+	jobs := readTrace(b, "traces/muri-philly/trace4.csv")
+	for _, name := range []string{"muri-s", "muri-l"} {
+		b.Run(fmt.Sprintf("policy=%s/jobs=%d", name, len(jobs)), func(b *testing.B) {
+			cfg := muriConfig("trace4", true)
+			cfg.Shape.MaxShare = builtin.DefaultMaxShare(name)
+			var r *Result
+			for b.Loop() {
+				p, err := builtin.Registry().New(name)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if r, err = Run(context.Background(), cfg, jobs, p, nil, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(r.Summary.AvgJCT, "avgJCT_s")
+		})
+	}
+}
