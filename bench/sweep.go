@@ -83,17 +83,23 @@ func Sweep(ctx context.Context, in *Inputs, runs []RunSpec, outRoot string, opt 
 // its trace, and a long run started last would run alone at the end of the sweep.
 func startOrder(in *Inputs, runs []RunSpec) []int {
 	size := make([]int64, len(runs))
+	files := map[string]int64{} // by input name: the runs of a file share it
 	for i := range runs {
 		t := &runs[i].Trace
 		switch {
 		case t.Gen != nil:
 			size[i] = int64(t.Gen.Jobs) * 100
 		case t.File != "":
-			if p, err := in.env.Path(t.File); err == nil {
-				if fi, err := os.Stat(p); err == nil {
-					size[i] = fi.Size()
+			n, ok := files[t.File]
+			if !ok {
+				if p, err := in.env.Path(t.File); err == nil {
+					if fi, err := os.Stat(p); err == nil {
+						n = fi.Size()
+					}
 				}
+				files[t.File] = n
 			}
+			size[i] = n
 		}
 	}
 	order := make([]int, len(runs))
