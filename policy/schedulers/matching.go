@@ -17,8 +17,9 @@ import (
 //
 // Muri-S and Muri-L match up to 256 jobs at every event, so this form keeps its arrays from call
 // to call, scans a vertex's edges in a dense matrix of doubled weights, keeps the slack of each
-// slack edge (computed again when the labels change), and offers a blossom one edge per scanned
-// vertex rather than one per vertex inside it. Every comparison is the one matching.py makes, on
+// slack edge (computed again when the labels change), offers a blossom one edge per scanned
+// vertex rather than one per vertex inside it, and scans a vertex in short where a twin's scan
+// made its offers (twinScan). Every comparison is the one matching.py makes, on
 // the same floating-point values: TestBlossomReference holds it, mate for mate, to the
 // line-by-line port it came from (matching_ref_test.go).
 type blossom struct {
@@ -26,6 +27,7 @@ type blossom struct {
 	stride     int       // ids 0..stride-1: the vertices, then room for every blossom
 	edge       []bEdge   // edge[u*stride+v]: the edge between u and v (blossoms: the best one into them)
 	w2         []float64 // w2[u*(n+1)+v]: twice the weight of the edge between vertices u and v
+	w2T        []float64 // w2T[v*(n+1)+u] = w2[u*(n+1)+v]: the weights into v, in a row
 	lab        []float64 // dual labels
 	match      []int
 	slack      []int     // slack[x]: the vertex with the least slack edge to blossom x
@@ -37,11 +39,21 @@ type blossom struct {
 	flower     [][]int   // a blossom's sub-blossoms, around its cycle from its base
 	flowerFrom []int     // flowerFrom[b*(n+1)+x]: the sub-blossom of b holding vertex x
 	distBl     []float64 // addBlossom's scratch: the slack of the new blossom's edge from each id
+	winner     []int     // addBlossom's scratch: the sub-blossom that edge comes from
 	offered    []int     // offered[x] == scan: blossom x's edge from the vertex being scanned is offered
 	scan       int
 	complete   bool // every two vertices have an edge (scanFrom's quietScan applies)
-	q, fifo    []int
-	t          int
+	// Twins, vertices whose edges to all others weigh the same (Muri's jobs of one kind): a quiet
+	// scan of one makes every offer a scan of the other would, but for the edge between them.
+	twin     []int // twin[u]: the first of u's twins (u if none is before it)
+	twinW2   []int // twinW2[f]: index in w2 of the edge from f's second twin to f (0: none yet)
+	twinHash map[uint64]int
+	twinNext []int // the next first twin whose row has the same hash
+	gen      int   // counts the changes other than offers
+	quietAt  []int // quietAt[f]: the gen in which quietBy[f], a twin of f, was scanned quietly
+	quietBy  []int
+	q, fifo  []int
+	t        int
 }
 
 // bEdge is an edge with its original end points.
@@ -60,6 +72,7 @@ func (b *blossom) maxWeightMatching(n int, w func(u, v int) float64) []int {
 	b.n, b.nx, b.t, b.stride = n, n, 0, s
 	b.edge = resize(b.edge, s*s)
 	b.w2 = resize(b.w2, n1*n1)
+	b.w2T = resize(b.w2T, n1*n1)
 	edges := 0
 	wmax := 0.0
 	for u := range n1 {
@@ -73,14 +86,18 @@ func (b *blossom) maxWeightMatching(n int, w func(u, v int) float64) []int {
 					e.w = 0
 				}
 			}
-			if u > 0 && v > 0 {
-				wmax = max(wmax, e.w)
+			if u > 0 && v > 0 && e.w > wmax {
+				wmax = e.w
 			}
 			b.edge[u*s+v] = e
 			b.w2[u*n1+v] = e.w * 2.0
+			b.w2T[v*n1+u] = e.w * 2.0
 		}
 	}
 	b.complete = edges == n*(n-1)
+	if b.complete {
+		b.findTwins()
+	}
 	b.vis = resize(b.vis, s)
 	b.match = resize(b.match, s)
 	clear(b.vis[:n1])
@@ -95,22 +112,84 @@ func (b *blossom) maxWeightMatching(n int, w func(u, v int) float64) []int {
 	b.slack = resize(b.slack, s)
 	b.slackD = resize(b.slackD, s)
 	b.distBl = resize(b.distBl, s)
+	b.winner = resize(b.winner, s)
 	b.offered = resize(b.offered, s)
 	clear(b.offered)
 	b.scan = 0
 	b.flower = resize(b.flower, s)
 	b.flowerFrom = resize(b.flowerFrom, s*n1)
 	clear(b.pa[:n1])
-	clear(b.flowerFrom[:n1*n1])
+	// flowerFrom's rows are a blossom's: they are cleared as it forms.
 	for u := range n1 {
 		b.st[u] = u
 		b.flower[u] = b.flower[u][:0]
-		b.flowerFrom[u*n1+u] = u
 		b.lab[u] = wmax
 	}
 	for b.augmentOnce() {
 	}
 	return b.match[:n1]
+}
+
+// findTwins sets twin: vertices u and f are twins if every other vertex's edge from u weighs
+// what its edge from f does, and u's edge to the first of its twins weighs what the others' do.
+// Candidates are found by a hash of the weights of a row, which twins share in another order.
+func (b *blossom) findTwins() {
+	n1 := b.n + 1
+	b.twin = resize(b.twin, n1)
+	b.twinW2 = resize(b.twinW2, n1)
+	b.twinNext = resize(b.twinNext, n1)
+	b.quietAt = resize(b.quietAt, n1)
+	b.quietBy = resize(b.quietBy, n1)
+	clear(b.quietAt)
+	if b.twinHash == nil {
+		b.twinHash = map[uint64]int{}
+	}
+	clear(b.twinHash)
+	for u := 1; u < n1; u++ {
+		row := b.w2[u*n1+1 : u*n1+n1]
+		h := uint64(0)
+		for _, x := range row {
+			h += mix64(math.Float64bits(x))
+		}
+		b.twin[u] = u
+		f := b.twinHash[h]
+		for ; f != 0; f = b.twinNext[f] {
+			if b.isTwin(u, f) {
+				break
+			}
+		}
+		if f == 0 {
+			b.twinW2[u], b.twinNext[u] = 0, b.twinHash[h]
+			b.twinHash[h] = u
+			continue
+		}
+		b.twin[u] = f
+		if b.twinW2[f] == 0 {
+			b.twinW2[f] = u*n1 + f
+		}
+	}
+}
+
+// isTwin reports whether u is a twin of f, the first of its twins.
+func (b *blossom) isTwin(u, f int) bool {
+	n1 := b.n + 1
+	ru, rf := b.w2[u*n1:u*n1+n1], b.w2[f*n1:f*n1+n1]
+	if k := b.twinW2[f]; k != 0 && ru[f] != b.w2[k] {
+		return false
+	}
+	for v := 1; v < n1; v++ {
+		if ru[v] != rf[v] && v != u && v != f {
+			return false
+		}
+	}
+	return true
+}
+
+// mix64 is SplitMix64's finaliser: sums of it over a row's weights tell rows apart.
+func mix64(x uint64) uint64 {
+	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
+	x = (x ^ x>>27) * 0x94d049bb133111eb
+	return x ^ x>>31
 }
 
 // resize returns s with length n, reusing its array when it is large enough.
@@ -156,6 +235,16 @@ func (b *blossom) noSlack(x int) { b.slack[x], b.slackD[x] = 0, math.Inf(1) }
 
 func (b *blossom) setSlack(x int) {
 	b.noSlack(x)
+	if n1 := b.n + 1; x < n1 {
+		// Vertex x's edge from vertex u is edge(u, x): its slack from the weights.
+		w2, lx := b.w2T[x*n1:x*n1+n1], b.lab[x]
+		for u := 1; u < n1; u++ {
+			if su := b.st[u]; w2[u] > 0 && su != x && b.side[su] == 0 {
+				b.offerSlack(u, x, b.lab[u]+lx-w2[u])
+			}
+		}
+		return
+	}
 	for u := 1; u <= b.n; u++ {
 		if e := b.at(u, x); e.w > 0 && b.st[u] != x && b.side[b.st[u]] == 0 {
 			b.offerSlack(u, x, b.dist(e))
@@ -311,22 +400,30 @@ func (b *blossom) addBlossom(u, lca, v int) {
 	}
 	b.setSt(bl, bl)
 	row := b.edge[bl*s : bl*s+s]
+	win := b.winner
 	for x := 1; x <= b.nx; x++ {
 		row[x].w = 0
-		b.edge[x*s+bl].w = 0
+		win[x] = 0
 	}
 	clear(b.flowerFrom[bl*n1+1 : bl*n1+n1])
-	// The best edge into bl from each x: dists[x] is the slack of row[x] once it has one.
+	// The best edge between bl and each x, in row[x] and the column edge[x][bl]: from the first
+	// sub-blossom whose edge is least slack (dists[x]). The column is written once at the end,
+	// from the winner win[x]; until then, edge[x][bl] holds its old end points.
 	dists := b.distBl
 	for _, xs := range b.flower[bl] {
 		sub := b.edge[xs*s : xs*s+s]
-		for x := 1; x <= b.nx; x++ {
-			if row[x].w <= 0 || b.dist(&sub[x]) < dists[x] {
-				row[x] = sub[x]
-				b.edge[x*s+bl] = b.edge[x*s+xs]
-				dists[x] = b.dist(&row[x]) // after both writes: for x == bl the second is row[x]
-			}
+		b.bestEdges(row, sub, dists, win, xs, 1, bl)
+		// bl's edge to itself, as the lineage keeps it: the column write lands on row[bl] last.
+		self := b.edge[xs*s+bl]
+		self.w = 0
+		if w := win[xs]; w != 0 {
+			self = b.edge[xs*s+w]
 		}
+		if row[bl].w <= 0 || b.dist(&self) < dists[bl] {
+			row[bl] = row[xs]
+			dists[bl] = b.dist(&row[bl])
+		}
+		b.bestEdges(row, sub, dists, win, xs, bl+1, b.nx+1)
 		// flowerFrom[xs] is not 0 at exactly the vertices inside xs.
 		inside := append(b.fifo[:0], xs)
 		for k := 0; k < len(inside); k++ {
@@ -338,7 +435,44 @@ func (b *blossom) addBlossom(u, lca, v int) {
 		}
 		b.fifo = inside
 	}
-	b.setSlack(bl)
+	// The column, and bl's slack edge as setSlack finds it.
+	b.noSlack(bl)
+	for x := 1; x <= b.nx; x++ {
+		if x == bl {
+			continue
+		}
+		col := &b.edge[x*s+bl]
+		*col = b.edge[x*s+win[x]]
+		if x <= b.n && col.w > 0 && b.st[x] != bl && b.side[b.st[x]] == 0 {
+			b.offerSlack(x, bl, b.dist(col))
+		}
+	}
+}
+
+// bestEdges is addBlossom's pass over sub-blossom xs for ids lo..hi-1: it takes xs's edge to x
+// where bl has none yet or xs's is less slack.
+func (b *blossom) bestEdges(row, sub []bEdge, dists []float64, win []int, xs, lo, hi int) {
+	if n1 := b.n + 1; xs < n1 {
+		// A vertex's edge to vertex x is edge(xs, x): its slack from the weights.
+		w2, lab, lxs := b.w2[xs*n1:xs*n1+n1], b.lab[:n1], b.lab[xs]
+		for x := lo; x < min(hi, n1); x++ {
+			d := lxs + lab[x] - w2[x]
+			if row[x].w <= 0 || d < dists[x] {
+				row[x] = sub[x]
+				win[x] = xs
+				dists[x] = d
+			}
+		}
+		lo = max(lo, n1)
+	}
+	for x := lo; x < hi; x++ {
+		d := b.dist(&sub[x])
+		if row[x].w <= 0 || d < dists[x] {
+			row[x] = sub[x]
+			win[x] = xs
+			dists[x] = d
+		}
+	}
 }
 
 // expandBlossom dissolves odd blossom bl whose label reached zero.
@@ -371,6 +505,7 @@ func (b *blossom) onFoundEdge(e bEdge) bool {
 	u, v := b.st[e.u], b.st[e.v]
 	switch b.side[v] {
 	case -1:
+		b.gen++
 		b.pa[v] = int(e.u)
 		b.side[v] = 1
 		nu := b.st[b.match[v]]
@@ -379,6 +514,7 @@ func (b *blossom) onFoundEdge(e bEdge) bool {
 		b.side[nu] = 0
 		b.qPush(nu)
 	case 0:
+		b.gen++
 		lca := b.lca(u, v)
 		if lca == 0 {
 			b.augment(u, v)
@@ -403,8 +539,14 @@ func (b *blossom) scanFrom(u int) bool {
 	b.scan++
 	v := 1
 	if b.complete {
+		if b.twinScan(u, su, lu) {
+			return false
+		}
 		v = b.quietScan(u, su, lu, w2, st, lab)
 		if v == len(w2) {
+			if f := b.twin[u]; su == u {
+				b.quietAt[f], b.quietBy[f] = b.gen, u
+			}
 			return false
 		}
 	}
@@ -457,18 +599,44 @@ func (b *blossom) quietScan(u, su int, lu float64, w2 []float64, st []int, lab [
 			slack[v], slackD[v] = u, d
 		}
 	}
+	b.offerBlossoms(u, su)
+	return v
+}
+
+// offerBlossoms offers every blossom but su its best edge from u.
+func (b *blossom) offerBlossoms(u, su int) {
 	for x := b.n + 1; x <= b.nx; x++ {
 		if b.st[x] == x && x != su {
 			b.offerSlack(u, x, b.dist(b.at(u, x)))
 			b.offered[x] = b.scan
 		}
 	}
-	return v
+}
+
+// twinScan does the quiet scan of u, a vertex alone in its blossom su, in short when a twin f
+// alone in its blossom, with the same label, was scanned quietly since the last change: every
+// other vertex has an edge from u as slack as its edge from f, which found no tight edge and left
+// a slack no larger. What is left is the edge between u and f, and the blossoms. It does nothing
+// and reports false when it does not apply or that edge is tight.
+func (b *blossom) twinScan(u, su int, lu float64) bool {
+	t := b.twin[u]
+	f := b.quietBy[t]
+	if su != u || b.quietAt[t] != b.gen || f == u || b.st[f] != f || math.Float64bits(b.lab[f]) != math.Float64bits(lu) {
+		return false
+	}
+	d := lu + b.lab[f] - b.w2[u*(b.n+1)+f]
+	if d <= 0 {
+		return false
+	}
+	b.offerSlack(u, f, d)
+	b.offerBlossoms(u, su)
+	return true
 }
 
 // augmentOnce grows alternating trees from the single vertices, adjusting labels, until it finds
 // an augmenting path worth taking (true) or none is left (false).
 func (b *blossom) augmentOnce() bool {
+	b.gen++
 	for x := range b.nx + 1 {
 		b.side[x] = -1
 		b.noSlack(x)
@@ -495,14 +663,16 @@ func (b *blossom) augmentOnce() bool {
 				return true
 			}
 		}
+		// The step: the least of the odd blossoms' half labels and the slacks; min commutes.
 		d := math.Inf(1)
-		for bl := b.n + 1; bl <= b.nx; bl++ {
-			if b.st[bl] == bl && b.side[bl] == 1 {
-				d = min(d, b.lab[bl]/2.0)
-			}
-		}
 		for x := 1; x <= b.nx; x++ {
-			if b.st[x] == x && b.slack[x] != 0 {
+			if b.st[x] != x {
+				continue
+			}
+			if x > b.n && b.side[x] == 1 {
+				d = min(d, b.lab[x]/2.0)
+			}
+			if b.slack[x] != 0 {
 				switch b.side[x] {
 				case -1:
 					d = min(d, b.slackD[x])
@@ -511,6 +681,7 @@ func (b *blossom) augmentOnce() bool {
 				}
 			}
 		}
+		b.gen++
 		for u := 1; u <= b.n; u++ {
 			switch b.side[b.st[u]] {
 			case 0:
@@ -532,15 +703,18 @@ func (b *blossom) augmentOnce() bool {
 				}
 			}
 		}
-		for x := 1; x <= b.nx; x++ {
-			if b.slack[x] != 0 {
-				b.slackD[x] = b.dist(b.at(b.slack[x], x))
-			}
-		}
+		// The slacks under the new labels, and the edges they made tight. Blossoms this loop forms
+		// are not visited (Python's range is fixed at its start). Where the lineage computes every
+		// slack before it takes the first tight edge, this takes each as it computes it: what a
+		// tight edge changes (sides, blossoms and their blossom labels) is not what a slack reads,
+		// and the slack of a blossom it forms is computed under the same labels.
 		b.q = b.q[:0]
-		// Blossoms this loop forms are not visited (Python's range is fixed at its start).
 		for x, nx := 1, b.nx; x <= nx; x++ {
-			if b.st[x] == x && b.slack[x] != 0 && b.st[b.slack[x]] != x && b.slackD[x] <= 0 {
+			if b.slack[x] == 0 {
+				continue
+			}
+			b.slackD[x] = b.dist(b.at(b.slack[x], x))
+			if b.st[x] == x && b.st[b.slack[x]] != x && b.slackD[x] <= 0 {
 				if b.onFoundEdge(*b.at(b.slack[x], x)) {
 					return true
 				}

@@ -93,8 +93,9 @@ func TestInterleave(t *testing.T) {
 // TestBlossomReference holds the matching to the line-by-line port of matching.py it was made
 // fast from (blossomRef): the same mates on random graphs of up to 120 vertices, one after
 // another on the same value as Muri calls it, of every kind Muri builds: many equal weights,
-// weights that differ by one direction's rounding, edges missing, and the weights of real
-// interleaving groups.
+// weights that differ by one direction's rounding, edges missing, the weights of real
+// interleaving groups, and twins (vertices whose edges weigh the same) with many ties, some of
+// them twins but for one edge.
 func TestBlossomReference(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	var fast blossom
@@ -108,22 +109,23 @@ func TestBlossomReference(t *testing.T) {
 		if c%10 == 0 {
 			n = 60 + rng.IntN(60)
 		}
-		w := randomWeights(rng, n, c%4)
+		w := randomWeights(rng, n, c%5)
 		f := func(u, v int) float64 { return w[u][v] }
 		want := ref.maxWeightMatching(n, f)
 		got := fast.maxWeightMatching(n, f)
 		for u := 1; u <= n; u++ {
 			if got[u] != want[u] {
-				t.Fatalf("case %d (n=%d, form %d): vertex %d matched to %d, the reference matches it to %d", c, n, c%4, u, got[u], want[u])
+				t.Fatalf("case %d (n=%d, form %d): vertex %d matched to %d, the reference matches it to %d", c, n, c%5, u, got[u], want[u])
 			}
 		}
 	}
 }
 
-// randomWeights draws the weights of a graph of n vertices in one of four forms: 0, a few
+// randomWeights draws the weights of a graph of n vertices in one of five forms: 0, a few
 // distinct values with many ties; 1, those values with some edges missing; 2, distinct values
 // whose two directions differ in the last bits; 3, the used ratios of pairs of jobs of a few
-// random kinds, as Muri weighs them.
+// random kinds, as Muri weighs them; 4, a few values by kind, with one edge direction in 10n
+// moved off its kinds' value.
 func randomWeights(rng *rand.Rand, n, form int) [][]float64 {
 	w := make([][]float64, n+1)
 	for u := range w {
@@ -131,6 +133,18 @@ func randomWeights(rng *rand.Rand, n, form int) [][]float64 {
 	}
 	var kinds []muriKind
 	kind := make([]int, n+1)
+	var table [4][4]float64
+	if form == 4 {
+		for a := range table {
+			for b := range a + 1 {
+				table[a][b] = float64(1+rng.IntN(4)) / 7
+				table[b][a] = table[a][b]
+			}
+		}
+		for u := range kind {
+			kind[u] = rng.IntN(1 + rng.IntN(len(table)))
+		}
+	}
 	if form == 3 {
 		for range 1 + rng.IntN(6) {
 			kinds = append(kinds, muriKind{stage: [3]float64{float64(rng.IntN(200)), float64(1 + rng.IntN(200)), float64(rng.IntN(50))}})
@@ -156,6 +170,12 @@ func randomWeights(rng *rand.Rand, n, form int) [][]float64 {
 				a, b := kinds[kind[u]], kinds[kind[v]]
 				w[u][v] = usedRatioOf(a, b)
 				w[v][u] = usedRatioOf(b, a)
+			case 4:
+				x := table[kind[u]][kind[v]]
+				w[u][v], w[v][u] = x, x
+				if rng.IntN(10*n) == 0 {
+					w[u][v] += 1.0 / 7
+				}
 			}
 		}
 	}

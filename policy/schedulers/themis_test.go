@@ -29,13 +29,8 @@ func TestThemisShares(t *testing.T) {
 	}
 	centres := 0
 	for n := range 3000 {
-		var p themisProblem
 		total := float64(1 + rng.IntN(32))
-		p.reset(total)
-		jobs := 1 + rng.IntN(12)
-		for range jobs {
-			p.add(float64([]int{1, 2, 4, 8}[rng.IntN(4)]), 1e4*rng.Float64()*float64(rng.IntN(2)), 1+1e5*rng.Float64(), 1+1e5*rng.Float64())
-		}
+		p := randomThemis(rng, total, 1+rng.IntN(12))
 		x := slices.Clone(p.solve())
 		var used, all, worst float64
 		for k := range p.g {
@@ -44,7 +39,7 @@ func TestThemisShares(t *testing.T) {
 			}
 			used += p.g[k] * x[k]
 			all += p.g[k]
-			worst = max(worst, ratio(&p, k, x[k]))
+			worst = max(worst, ratio(p, k, x[k]))
 		}
 		if used > total*(1+1e-12) {
 			t.Fatalf("instance %d: shares take %v GPUs of %v", n, used, total)
@@ -52,8 +47,8 @@ func TestThemisShares(t *testing.T) {
 		if all <= total {
 			continue
 		}
-		if lower := worst * (1 - 1e-9); need(&p, lower) <= total {
-			t.Fatalf("instance %d: largest ratio %v, but %v GPUs bring every ratio to %v", n, worst, need(&p, lower), lower)
+		if lower := worst * (1 - 1e-9); need(p, lower) <= total {
+			t.Fatalf("instance %d: largest ratio %v, but %v GPUs bring every ratio to %v", n, worst, need(p, lower), lower)
 		}
 		if math.Abs(used-total) <= 1e-9*total {
 			continue // the cluster is used up: the optimal shares are unique
@@ -76,4 +71,47 @@ func TestThemisShares(t *testing.T) {
 	if centres < 100 {
 		t.Errorf("only %d instances leave the cluster room", centres)
 	}
+}
+
+// TestThemisSearch holds the search for themis's least largest ratio (firstAtLeast: Newton steps,
+// then steps of units in the last place) to bisection down to adjacent floating-point numbers:
+// the same shares, bit for bit, on random programs, including ones whose optimum leaves the
+// cluster room and ones with hundreds of jobs, as Muri's traces with every job submitted at once
+// have.
+func TestThemisSearch(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 43))
+	centres := 0
+	for n := range 2000 {
+		total := float64(1 + rng.IntN(64))
+		jobs := 1 + rng.IntN(12)
+		if n%10 == 0 {
+			jobs = 100 + rng.IntN(400)
+		}
+		fast := randomThemis(rng, total, jobs)
+		slow := themisProblem{total: total, g: fast.g, c: fast.c, r: fast.r, e: fast.e, bisect: true}
+		want := slices.Clone(slow.solve())
+		got := fast.solve()
+		if slices.Contains(want, 1) && slices.ContainsFunc(want, func(x float64) bool { return x < 1 }) {
+			centres++
+		}
+		for k := range want {
+			if math.Float64bits(got[k]) != math.Float64bits(want[k]) {
+				t.Fatalf("instance %d (%d jobs): share %d is %v, bisection gives %v", n, jobs, k, got[k], want[k])
+			}
+		}
+	}
+	if centres < 100 {
+		t.Errorf("only %d instances reach the centre", centres)
+	}
+}
+
+// randomThemis draws a program of jobs on total GPUs: 1 to 8 GPUs each, half of them with time
+// already spent, remaining and isolated times up to 10⁵ s.
+func randomThemis(rng *rand.Rand, total float64, jobs int) *themisProblem {
+	p := &themisProblem{}
+	p.reset(total)
+	for range jobs {
+		p.add(float64([]int{1, 2, 4, 8}[rng.IntN(4)]), 1e4*rng.Float64()*float64(rng.IntN(2)), 1+1e5*rng.Float64(), 1+1e5*rng.Float64())
+	}
+	return p
 }
