@@ -66,6 +66,46 @@ type bEdge struct {
 // (w[u][v] for 1 ≤ u, v ≤ n; 0 or less: no edge), valid until the next call. Weights need not be
 // symmetric: the lineage computes each direction itself.
 func (b *blossom) maxWeightMatching(n int, w func(u, v int) float64) []int {
+	wmax := b.build(n, func(u int, row []float64) {
+		for v := range row {
+			row[v] = w(u, v)
+		}
+	})
+	if b.complete {
+		b.findTwins()
+	}
+	return b.solve(wmax)
+}
+
+// matchKinds is maxWeightMatching for a graph whose weights depend on the kinds of its vertices
+// alone: vertex u is of kind kind[u-1], and the edge from u to v weighs weight[a*nk+b] for kinds
+// a and b. Vertices of one kind are twins, known without comparing their edges (findTwins).
+func (b *blossom) matchKinds(kind []int, nk int, weight []float64) []int {
+	n := len(kind)
+	wmax := b.build(n, func(u int, row []float64) {
+		of := weight[kind[u-1]*nk : kind[u-1]*nk+nk]
+		for v := 1; v < len(row); v++ {
+			row[v] = of[kind[v-1]]
+		}
+	})
+	if b.complete {
+		b.twinsSized()
+		first := resize(b.twinNext, nk) // scratch: the first vertex of each kind
+		clear(first)
+		for u := 1; u <= n; u++ {
+			if first[kind[u-1]] == 0 {
+				first[kind[u-1]] = u
+			}
+			b.twin[u] = first[kind[u-1]]
+		}
+		b.twinNext = first
+	}
+	return b.solve(wmax)
+}
+
+// build sets up the graph of n vertices whose weights from vertex u the function fills in
+// (row[v] for 1 ≤ v ≤ n), and returns the largest.
+func (b *blossom) build(n int, fill func(u int, row []float64)) float64 {
 	// At most (n-1)/2 blossoms live at once (each holds three or more), and a new one takes the
 	// lowest free id: ids stay below n+n/2+2.
 	n1, s := n+1, n+n/2+2
@@ -76,10 +116,14 @@ func (b *blossom) maxWeightMatching(n int, w func(u, v int) float64) []int {
 	edges := 0
 	wmax := 0.0
 	for u := range n1 {
+		row := b.w2[u*n1 : u*n1+n1]
+		if u > 0 {
+			fill(u, row)
+		}
 		for v := range n1 {
 			e := bEdge{u: int32(u), v: int32(v)}
 			if u > 0 && v > 0 && u != v {
-				e.w = w(u, v)
+				e.w = row[v]
 				if e.w > 0 {
 					edges++
 				} else {
@@ -90,19 +134,22 @@ func (b *blossom) maxWeightMatching(n int, w func(u, v int) float64) []int {
 				wmax = e.w
 			}
 			b.edge[u*s+v] = e
-			b.w2[u*n1+v] = e.w * 2.0
+			row[v] = e.w * 2.0
 			b.w2T[v*n1+u] = e.w * 2.0
 		}
 	}
 	b.complete = edges == n*(n-1)
-	if b.complete {
-		b.findTwins()
-	}
+	return wmax
+}
+
+// solve runs the matching on the graph build set up, of largest weight wmax.
+func (b *blossom) solve(wmax float64) []int {
+	n1, s := b.n+1, b.stride
 	b.vis = resize(b.vis, s)
 	b.match = resize(b.match, s)
 	clear(b.vis[:n1])
 	clear(b.match[:n1])
-	if edges == 0 {
+	if wmax == 0 { // no edge
 		return b.match[:n1]
 	}
 	b.pa = resize(b.pa, s)
@@ -135,12 +182,9 @@ func (b *blossom) maxWeightMatching(n int, w func(u, v int) float64) []int {
 // Candidates are found by a hash of the weights of a row, which twins share in another order.
 func (b *blossom) findTwins() {
 	n1 := b.n + 1
-	b.twin = resize(b.twin, n1)
+	b.twinsSized()
 	b.twinW2 = resize(b.twinW2, n1)
 	b.twinNext = resize(b.twinNext, n1)
-	b.quietAt = resize(b.quietAt, n1)
-	b.quietBy = resize(b.quietBy, n1)
-	clear(b.quietAt)
 	if b.twinHash == nil {
 		b.twinHash = map[uint64]int{}
 	}
@@ -168,6 +212,15 @@ func (b *blossom) findTwins() {
 			b.twinW2[f] = u*n1 + f
 		}
 	}
+}
+
+// twinsSized sizes the twins' arrays for the graph and marks that no twin was scanned yet.
+func (b *blossom) twinsSized() {
+	n1 := b.n + 1
+	b.twin = resize(b.twin, n1)
+	b.quietAt = resize(b.quietAt, n1)
+	b.quietBy = resize(b.quietBy, n1)
+	clear(b.quietAt)
 }
 
 // isTwin reports whether u is a twin of f, the first of its twins.

@@ -121,6 +121,61 @@ func TestBlossomReference(t *testing.T) {
 	}
 }
 
+// TestBlossomKinds holds matchKinds, the matching of graphs whose weights depend on their
+// vertices' kinds (Muri's groups), to the line-by-line port of matching.py: the same mates on
+// random graphs of up to 200 vertices of a few kinds, whose weights are tied values, missing
+// edges, or Muri's used ratios with their one-sided rounding, called one after another with
+// maxWeightMatching on the same value.
+func TestBlossomKinds(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	var fast blossom
+	var ref blossomRef
+	cases := 400
+	if testing.Short() {
+		cases = 100
+	}
+	for c := range cases {
+		n := 1 + rng.IntN(50)
+		if c%10 == 0 {
+			n = 100 + rng.IntN(100)
+		}
+		nk := 1 + rng.IntN(8)
+		weight := make([]float64, nk*nk)
+		ks := make([]muriKind, nk)
+		for k := range ks {
+			ks[k].stage = [3]float64{float64(rng.IntN(200)), float64(1 + rng.IntN(200)), float64(rng.IntN(50))}
+		}
+		for a := range nk {
+			for b := range nk {
+				switch c % 3 {
+				case 0:
+					weight[a*nk+b] = float64(1+rng.IntN(4)) / 7
+				case 1:
+					weight[a*nk+b] = float64(rng.IntN(3)) / 7
+				case 2:
+					weight[a*nk+b] = usedRatioOf(ks[a], ks[b])
+				}
+			}
+		}
+		kind := make([]int, n)
+		for u := range kind {
+			kind[u] = rng.IntN(nk)
+		}
+		f := func(u, v int) float64 { return weight[kind[u-1]*nk+kind[v-1]] }
+		want := ref.maxWeightMatching(n, f)
+		got := fast.matchKinds(kind, nk, weight)
+		for u := 1; u <= n; u++ {
+			if got[u] != want[u] {
+				t.Fatalf("case %d (n=%d, %d kinds): vertex %d matched to %d, the reference matches it to %d", c, n, nk, u, got[u], want[u])
+			}
+		}
+		if c%2 == 0 {
+			w := randomWeights(rng, n, c%5)
+			fast.maxWeightMatching(n, func(u, v int) float64 { return w[u][v] })
+		}
+	}
+}
+
 // randomWeights draws the weights of a graph of n vertices in one of five forms: 0, a few
 // distinct values with many ties; 1, those values with some edges missing; 2, distinct values
 // whose two directions differ in the last bits; 3, the used ratios of pairs of jobs of a few

@@ -3,7 +3,6 @@ package schedulers
 import (
 	"cmp"
 	"fmt"
-	"math"
 	"slices"
 	"time"
 
@@ -290,20 +289,14 @@ func (m *Muri) pairRound(sizes []muriSize, required, total, most int) ([]muriSiz
 		}
 		nc := len(first)
 		weight := make([]float64, nc*nc)
-		for c := range weight {
-			weight[c] = math.NaN()
-		}
-		mates := m.match.maxWeightMatching(len(packs), func(u, v int) float64 {
-			w := &weight[class[u-1]*nc+class[v-1]]
-			if math.IsNaN(*w) {
-				a, b := packs[first[class[u-1]]].jobs, packs[first[class[v-1]]].jobs
-				*w = 0
-				if len(a)+len(b) <= most {
-					*w = m.usedRatio(a, b)
+		for c1, p1 := range first {
+			for c2, p2 := range first {
+				if a, b := packs[p1].jobs, packs[p2].jobs; len(a)+len(b) <= most {
+					weight[c1*nc+c2] = m.usedRatio(a, b)
 				}
 			}
-			return *w
-		})
+		}
+		mates := m.match.matchKinds(class, nc, weight)
 		for u := 1; u <= len(packs); u++ {
 			switch v := mates[u]; {
 			case v > 0 && mates[v] == u:
