@@ -1,6 +1,7 @@
 package schedulers
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 )
@@ -111,12 +112,16 @@ func TestBlossomReference(t *testing.T) {
 		}
 		w := randomWeights(rng, n, c%5)
 		f := func(u, v int) float64 { return w[u][v] }
-		want := ref.maxWeightMatching(n, f)
-		got := fast.maxWeightMatching(n, f)
-		for u := 1; u <= n; u++ {
-			if got[u] != want[u] {
-				t.Fatalf("case %d (n=%d, form %d): vertex %d matched to %d, the reference matches it to %d", c, n, c%5, u, got[u], want[u])
-			}
+		sameMates(t, fmt.Sprintf("case %d (n=%d, form %d)", c, n, c%5), n, fast.maxWeightMatching(n, f), ref.maxWeightMatching(n, f))
+	}
+}
+
+// sameMates fails the test where the mates got of vertices 1..n differ from the reference's.
+func sameMates(t *testing.T, what string, n int, got, want []int) {
+	t.Helper()
+	for u := 1; u <= n; u++ {
+		if got[u] != want[u] {
+			t.Fatalf("%s: vertex %d matched to %d, the reference matches it to %d", what, u, got[u], want[u])
 		}
 	}
 }
@@ -162,13 +167,7 @@ func TestBlossomKinds(t *testing.T) {
 			kind[u] = rng.IntN(nk)
 		}
 		f := func(u, v int) float64 { return weight[kind[u-1]*nk+kind[v-1]] }
-		want := ref.maxWeightMatching(n, f)
-		got := fast.matchKinds(kind, nk, weight)
-		for u := 1; u <= n; u++ {
-			if got[u] != want[u] {
-				t.Fatalf("case %d (n=%d, %d kinds): vertex %d matched to %d, the reference matches it to %d", c, n, nk, u, got[u], want[u])
-			}
-		}
+		sameMates(t, fmt.Sprintf("case %d (n=%d, %d kinds)", c, n, nk), n, fast.matchKinds(kind, nk, weight), ref.maxWeightMatching(n, f))
 		if c%2 == 0 {
 			w := randomWeights(rng, n, c%5)
 			fast.maxWeightMatching(n, func(u, v int) float64 { return w[u][v] })
