@@ -45,15 +45,16 @@ type blossom struct {
 	complete   bool // every two vertices have an edge (scanFrom's quietScan applies)
 	// Twins, vertices whose edges to all others weigh the same (Muri's jobs of one kind): a quiet
 	// scan of one makes every offer a scan of the other would, but for the edge between them.
-	twin     []int // twin[u]: the first of u's twins (u if none is before it)
-	twinW2   []int // twinW2[f]: index in w2 of the edge from f's second twin to f (0: none yet)
-	twinHash map[uint64]int
-	twinNext []int // the next first twin whose row has the same hash
-	gen      int   // counts the changes other than offers
-	quietAt  []int // quietAt[f]: the gen in which quietBy[f], a twin of f, was scanned quietly
-	quietBy  []int
-	q, fifo  []int
-	t        int
+	twin      []int // twin[u]: the first of u's twins (u if none is before it)
+	twinW2    []int // twinW2[f]: index in w2 of the edge from f's second twin to f (0: none yet)
+	twinHash  map[uint64]int
+	twinNext  []int // the next first twin whose row has the same hash
+	kindFirst []int // matchKinds' scratch: the first vertex of each kind
+	gen       int   // counts the changes other than offers
+	quietAt   []int // quietAt[f]: the gen in which quietBy[f], a twin of f, was scanned quietly
+	quietBy   []int
+	q, fifo   []int
+	t         int
 }
 
 // bEdge is an edge with its original end points.
@@ -90,7 +91,7 @@ func (b *blossom) matchKinds(kind []int, nk int, weight []float64) []int {
 	})
 	if b.complete {
 		b.twinsSized()
-		first := resize(b.twinNext, nk) // scratch: the first vertex of each kind
+		first := resize(b.kindFirst, nk)
 		clear(first)
 		for u := 1; u <= n; u++ {
 			if first[kind[u-1]] == 0 {
@@ -98,7 +99,7 @@ func (b *blossom) matchKinds(kind []int, nk int, weight []float64) []int {
 			}
 			b.twin[u] = first[kind[u-1]]
 		}
-		b.twinNext = first
+		b.kindFirst = first
 	}
 	return b.solve(wmax)
 }
